@@ -1,0 +1,15 @@
+// Subcommands of the conveyor executable. Each takes its arguments (after the subcommand name) and
+// returns an exit status; errors are thrown as conveyor::Error and handled once in main.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace conveyor {
+
+using Args = std::vector<std::string>;
+
+int run_config_command(const Args& args);  // conveyor config --print
+int run_doctor_command(const Args& args, int* argc, char*** argv);  // needs MPI
+
+}  // namespace conveyor

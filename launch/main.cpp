@@ -1,0 +1,57 @@
+// Entry point: dispatches to a subcommand and is the one place that catches conveyor::Error. A failure
+// is logged once with the rank prefix, and in a multi-rank job MPI_Abort ends every rank so no peer
+// waits forever on the one that failed.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "launch/command.h"
+#include "runtime/error.h"
+#include "runtime/mpi_runtime.h"
+#include "runtime/strings.h"
+
+namespace {
+
+const char* kUsage =
+    "conveyor — pipeline- and tensor-parallel LLM inference\n\n"
+    "usage: conveyor <command> [options]\n\n"
+    "commands:\n"
+    "  doctor     pre-flight check of ranks, GPUs and links (run under mpirun/srun)\n"
+    "  config     print the effective configuration (--print)\n"
+    "  --version  print the version\n\n"
+    "Run `conveyor <command> --help` for the options of a command.\n";
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  conveyor::Args args(argv + 2, argv + argc);
+  if (cmd == "--version") {
+    std::printf("conveyor %s\n", CONVEYOR_VERSION);
+    return 0;
+  }
+  if (cmd == "config") return conveyor::run_config_command(args);
+  if (cmd == "doctor") return conveyor::run_doctor_command(args, &argc, &argv);
+  CONVEYOR_THROW("unknown command '", cmd, "'",
+                 conveyor::did_you_mean(cmd, {"doctor", "config", "generate", "bench", "plan", "inspect"}),
+                 "; run `conveyor --help`");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const conveyor::Error& e) {
+    std::fprintf(stderr, "conveyor: error: %s\n", e.what());
+    std::fflush(stderr);
+    conveyor::abort_job(1);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "conveyor: internal error [%s]: %s\n", conveyor::where_am_i().c_str(), e.what());
+    std::fflush(stderr);
+    conveyor::abort_job(70);
+  }
+}
