@@ -172,6 +172,11 @@ void merge_node(Config* cfg, const YAML::Node& node, const std::string& prefix, 
         merge_node(cfg, val, path, name);
         continue;
       }
+      if (val.IsMap()) {
+        std::vector<std::string> sections;
+        for (const auto& p : config_key_paths()) sections.push_back(p.substr(0, p.rfind('.')));
+        CONVEYOR_THROW("unknown config section '", path, "' at ", where, did_you_mean(path, sections));
+      }
       CONVEYOR_THROW("unknown config key '", path, "' at ", where, did_you_mean(path, config_key_paths()));
     }
     if (spec->type == ValueType::kIntList) {

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `mpirun conveyor doctor` on CPU: rank table, every pipeline edge and TP group measured, JSON written;
+# a layout that does not match the job fails on every rank with the four numbers, and nothing hangs.
+set -u
+bin=$1
+tmp=$(mktemp -d)
+fail=0
+mpi="mpirun --oversubscribe -x OMPI_MCA_btl_vader_single_copy_mechanism=none"
+out=$(timeout 120 $mpi -np 4 "$bin" doctor -tp 2 --bytes 4M --iters 3 --output-json "$tmp/d.json" 2>&1)
+rc=$?
+echo "$out"
+[ $rc = 0 ] || { echo "FAIL: doctor exit $rc"; fail=1; }
+for want in "layout data 1 x pipeline 2 x tensor 2" "0 -> 2" "1 -> 3" "tensor-parallel groups" "0,1" "2,3"; do
+  [[ "$out" == *"$want"* ]] || { echo "FAIL: missing '$want'"; fail=1; }
+done
+python3 - "$tmp/d.json" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["world_size"] == 4, d
+assert len(d["edges"]) == 2 and all(e["bandwidth_gbps"] > 0 and e["latency_us"] > 0 for e in d["edges"]), d
+assert len(d["tensor_groups"]) == 2 and all(g["busbw_gbps"] > 0 for g in d["tensor_groups"]), d
+PY
+out=$(timeout 60 $mpi -np 3 "$bin" doctor -pp 2 --bytes 1M 2>&1)
+rc=$?
+[ $rc != 0 ] || { echo "FAIL: mismatched layout exited 0"; fail=1; }
+[ $rc != 124 ] || { echo "FAIL: mismatched layout hung"; fail=1; }
+[[ "$out" == *"data (1) x pipeline (2) x tensor (1) = 2 ranks, but the job has 3 ranks"* ]] || {
+  echo "FAIL: mismatch message"; echo "$out"; fail=1; }
+rm -rf "$tmp"
+exit $fail
