@@ -132,16 +132,30 @@ void apply_top_p(std::vector<float>& logits, double p) {
     if (logits[i] != kRemoved) ids.push_back(static_cast<int32_t>(i));
   }
   if (ids.empty()) return;
-  std::sort(ids.begin(), ids.end(), ByLogitDesc{logits.data()});
-  const double m = logits[ids[0]];
-  std::vector<double> w(ids.size());
-  double total = 0.0;
-  for (size_t i = 0; i < ids.size(); ++i) total += (w[i] = std::exp(logits[ids[i]] - m));
+  const double m = max_logit(logits);
+  double total = 0.0;  // in token-id order
+  for (int32_t id : ids) total += std::exp(logits[id] - m);
   const double budget = p * total;
+  // Sorting a 128k vocabulary for a nucleus of a few hundred tokens is the slow part: select a
+  // growing head (each nth_element is linear) until it holds the budget, then sort only the head.
+  const ByLogitDesc order{logits.data()};
+  size_t head = std::min<size_t>(64, ids.size());
+  while (true) {
+    std::nth_element(ids.begin(), ids.begin() + (head - 1), ids.end(), order);
+    double mass = 0.0;
+    for (size_t i = 0; i < head; ++i) mass += std::exp(logits[ids[i]] - m);
+    if (mass >= budget || head == ids.size()) break;
+    head = std::min(ids.size(), head * 4);
+  }
+  std::sort(ids.begin(), ids.begin() + head, order);
   double before = 0.0;
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (before >= budget) logits[ids[i]] = kRemoved;
-    before += w[i];
+    // Past the head every token is removed: the head alone already reaches the budget.
+    if (i >= head || before >= budget) {
+      logits[ids[i]] = kRemoved;
+    } else {
+      before += std::exp(logits[ids[i]] - m);
+    }
   }
 }
 

@@ -130,6 +130,21 @@ void read_logprobs(const json& body, std::optional<int64_t>* out) {
   if (lp) *out = as_int("logprobs", *lp);
 }
 
+// Fields that would change what is sampled but are not implemented: refused rather than ignored,
+// so a request never silently gets different behaviour than it asked for.
+void reject_unsupported(const json& body) {
+  if (const json* v = field(body, "best_of"); v && as_int("best_of", *v) != 1) {
+    CONVEYOR_THROW("request field 'best_of' must be 1 (parallel sampling is not supported yet), got ", describe(*v));
+  }
+  if (const json* v = field(body, "use_beam_search"); v && (!v->is_boolean() || v->get<bool>())) {
+    CONVEYOR_THROW("request field 'use_beam_search' is not supported (beam search is not implemented), got ",
+                   describe(*v));
+  }
+  if (const json* v = field(body, "logit_bias"); v && !v->empty()) {
+    CONVEYOR_THROW("request field 'logit_bias' is not supported yet; remove it from the request, got ", describe(*v));
+  }
+}
+
 }  // namespace
 
 std::optional<SamplingViolation> SamplingParams::first_violation() const {
@@ -177,6 +192,7 @@ void SamplingParams::validate() const {
 
 SamplingParams SamplingParams::from_json(const nlohmann::json& body, const SamplingParams& defaults) {
   if (!body.is_object()) CONVEYOR_THROW("request body must be a JSON object, got ", describe(body));
+  reject_unsupported(body);
   SamplingParams p = defaults;
   read_int(body, "n", &p.n);
   read_number(body, "temperature", &p.temperature);

@@ -148,6 +148,31 @@ TEST(SamplerTest, TopPNeverOutsideNucleusAndAllReachable) {
   }
 }
 
+// A vocabulary large enough that apply_top_p selects a growing head instead of sorting everything:
+// the kept set must still be exactly the nucleus of a full sort.
+TEST(SamplerTest, TopPOnLargeVocabEqualsFullSortNucleus) {
+  std::vector<float> logits = random_floats(20000, 27, -8.f, 8.f);
+  for (double top_p : {0.05, 0.5, 0.9, 0.999}) {
+    SCOPED_TRACE(top_p);
+    std::vector<double> full = softmax(logits);
+    std::vector<bool> keep(logits.size(), false);
+    double before = 0.0;
+    for (size_t id : order_desc(full)) {
+      if (before >= top_p) break;
+      keep[id] = true, before += full[id];
+    }
+    std::vector<float> got = logits;
+    apply_top_p(got, top_p);
+    size_t kept = 0, wrong = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      kept += keep[i];
+      if ((got[i] != kNegInf) != keep[i] || (keep[i] && got[i] != logits[i])) ++wrong;
+    }
+    EXPECT_EQ(wrong, 0u) << "of " << kept << " nucleus tokens";
+    EXPECT_GT(kept, 1u);
+  }
+}
+
 TEST(SamplerTest, MinPDropsTokensBelowThreshold) {
   std::vector<float> logits = random_floats(32, 14, -2.f, 2.f);
   SamplingParams p;

@@ -180,6 +180,8 @@ TEST(SamplingParamsTest, FromJsonStopStringAndChatLogprobs) {
   EXPECT_FALSE(SamplingParams::from_json(json{{"logprobs", false}}, d).logprobs.has_value());
   EXPECT_EQ(SamplingParams::from_json(json{{"max_tokens", 5}, {"max_completion_tokens", 9}}, d).max_tokens, 9);
   EXPECT_EQ(SamplingParams::from_json(json{{"top_k", 5.0}}, d).top_k, 5);  // integral floats are integers
+  // Neutral values of unsupported fields are fine (clients send them by default).
+  SamplingParams::from_json(json::parse(R"({"best_of": 1, "use_beam_search": false, "logit_bias": {}})"), d);
 }
 
 TEST(SamplingParamsTest, FromJsonTypeErrorsNameTheField) {
@@ -203,6 +205,10 @@ TEST(SamplingParamsTest, FromJsonTypeErrorsNameTheField) {
       {R"({"top_logprobs": 3})", "request field 'top_logprobs' needs \"logprobs\": true"},
       {R"({"logprobs": false, "top_logprobs": 3})", "request field 'top_logprobs' needs \"logprobs\": true"},
       {R"([1, 2])", "request body must be a JSON object, got array [1,2]"},
+      // Fields that would change sampling but are not implemented are refused, not ignored.
+      {R"({"best_of": 3})", "request field 'best_of' must be 1 (parallel sampling is not supported yet)"},
+      {R"({"use_beam_search": true})", "request field 'use_beam_search' is not supported"},
+      {R"({"logit_bias": {"50256": -100}})", "request field 'logit_bias' is not supported yet"},
       // Range errors after parsing use the same sentences as validate().
       {R"({"temperature": -1})", "temperature must be non-negative and finite, got -1"},
       {R"({"n": 4})", "n must be 1 (parallel sampling is not supported yet), got 4"},
