@@ -91,7 +91,7 @@ void RopeTable::inv_freq_for(int seq_len, float* out) const {
 }
 
 void rope_ref(float* q, float* k, const int32_t* positions, int tokens, int n_heads, int n_kv_heads,
-              const RopeTable& table) {
+              const RopeTable& table, int dynamic_seq_len) {
   CONVEYOR_CHECK(tokens >= 0 && n_heads > 0 && n_kv_heads > 0, "rope: bad shape tokens=", tokens,
                  " n_heads=", n_heads, " n_kv_heads=", n_kv_heads);
   if (tokens == 0) return;
@@ -103,7 +103,7 @@ void rope_ref(float* q, float* k, const int32_t* positions, int tokens, int n_he
     max_pos = std::max(max_pos, positions[t]);
   }
   float inv_freq[kMaxHeadDim / 2];
-  table.inv_freq_for(max_pos + 1, inv_freq);
+  table.inv_freq_for(dynamic_seq_len > 0 ? dynamic_seq_len : max_pos + 1, inv_freq);
 
 #pragma omp parallel for schedule(static) if (tokens > 4)
   for (int t = 0; t < tokens; ++t) {

@@ -41,12 +41,13 @@ class RopeTable {
   std::vector<float> inv_freq_;
 };
 
-// Rotates q and k in place for the given positions. inv_freq comes from the table; for dynamic NTK
-// it is computed here from max(positions) + 1, which is what one transformers forward call does
-// (HF then keeps the grown value; a caller that wants per-sequence scaling calls once per sequence).
+// Rotates q and k in place for the given positions. inv_freq comes from the table. For dynamic NTK
+// it depends on seq_len: dynamic_seq_len when > 0, else max(positions) + 1, which is what one
+// transformers forward call uses. A chunked prefill that must match transformers' single prefill
+// passes the whole prompt length; a caller that wants per-sequence scaling calls once per sequence.
 void rope_ref(float* q,                  // [tokens, n_heads, head_dim]
               float* k,                  // [tokens, n_kv_heads, head_dim]
               const int32_t* positions,  // [tokens]
-              int tokens, int n_heads, int n_kv_heads, const RopeTable& table);
+              int tokens, int n_heads, int n_kv_heads, const RopeTable& table, int dynamic_seq_len = 0);
 
 }  // namespace conveyor

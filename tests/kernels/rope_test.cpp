@@ -113,6 +113,22 @@ TEST(RopeRef, MatchesRotateHalfFormula) {
   check_rope(RopeTable(64, 10000.0, RopeScaling{RopeScalingType::kDynamic, 4.f}, 64), 3, 3, pos, 4);
 }
 
+TEST(RopeRef, DynamicSeqLenOverridesTheCallsLongestPosition) {
+  // A chunk of positions 0..9 of a 100-token prompt must use the scaling of the whole prompt.
+  RopeTable table(32, 10000.0, RopeScaling{RopeScalingType::kDynamic, 2.f}, 64);
+  std::vector<int32_t> pos(10);
+  for (int i = 0; i < 10; ++i) pos[i] = i;
+  auto q = random_floats(10 * 32, 13), k = random_floats(10 * 32, 14);
+  auto q_want = q, k_want = k;
+  auto inv = table_inv_freq(table, 100);
+  naive_rope(q_want, pos, 1, 32, inv.data());
+  naive_rope(k_want, pos, 1, 32, inv.data());
+  rope_ref(q.data(), k.data(), pos.data(), 10, 1, 1, table, 100);
+  EXPECT_EQ(compare_all(q, q_want, 1e-6f, 1e-6f), "");
+  EXPECT_EQ(compare_all(k, k_want, 1e-6f, 1e-6f), "");
+  ASSERT_NE(table_inv_freq(table, 100)[1], table_inv_freq(table, 10)[1]);  // the override matters
+}
+
 TEST(RopeRef, PositionZeroIsIdentity) {
   RopeTable table(32, 10000.0, RopeScaling{}, 128);
   auto q = random_floats(2 * 32, 9), k = random_floats(32, 10);
