@@ -1,0 +1,26 @@
+// Element-wise additions (see add.h). Trivially memory-bound; threads only for large inputs.
+#include "kernels/cpu/add.h"
+
+#include <cstddef>
+
+#include "runtime/error.h"
+
+namespace conveyor {
+
+void add_ref(float* out, const float* a, const float* b, long long n) {
+  CONVEYOR_CHECK(n >= 0, "add: negative size ", n);
+#pragma omp parallel for schedule(static) if (n > (1 << 18))
+  for (long long i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+void add_inplace_ref(float* acc, const float* x, long long n) { add_ref(acc, acc, x, n); }
+
+void add_bias_ref(float* x, const float* bias, int rows, int cols) {
+  CONVEYOR_CHECK(rows >= 0 && cols > 0, "add_bias: bad shape rows=", rows, " cols=", cols);
+  for (int r = 0; r < rows; ++r) {
+    float* row = x + static_cast<size_t>(r) * cols;
+    for (int c = 0; c < cols; ++c) row[c] += bias[c];
+  }
+}
+
+}  // namespace conveyor
