@@ -12,11 +12,14 @@ one JSON object per corpus line:
                    the text are plain text); left out when equal to ids without the prefix
   decoded          decode(ids, skip_special_tokens=True); left out when equal to s
   decoded_special  decode(ids, skip_special_tokens=False); left out when equal to decoded
+With --random-decode OUT2 it also writes 300 seeded random id sequences (cut characters, stray bytes,
+specials) with HF's decode of each, skip_special_tokens true ("decoded") and false ("decoded_special").
 With --gguf-meta the reference is HF's conversion of that GGUF metadata (scripts/export_gguf_tokenizer.py).
 """
 import argparse
 import json
 import os
+import random
 import sys
 
 from tokenizers import Tokenizer
@@ -29,6 +32,7 @@ def main():
     src.add_argument("--gguf-meta")
     ap.add_argument("corpus")
     ap.add_argument("out")
+    ap.add_argument("--random-decode")
     args = ap.parse_args()
     if args.tokenizer_json:
         tok = Tokenizer.from_file(args.tokenizer_json)
@@ -61,6 +65,16 @@ def main():
             total += len(ids)
             out.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
     print(f"wrote {args.out}: {len(corpus)} strings, {total} ids")
+    if args.random_decode:
+        rng = random.Random(4321)
+        n = tok.get_vocab_size()
+        with open(args.random_decode, "w", encoding="utf-8") as out:
+            for _ in range(300):
+                ids = [rng.randrange(n) for _ in range(rng.randrange(1, 30))]
+                rec = {"ids": ids, "decoded": tok.decode(ids, skip_special_tokens=True),
+                       "decoded_special": tok.decode(ids, skip_special_tokens=False)}
+                out.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+        print(f"wrote {args.random_decode}")
 
 
 if __name__ == "__main__":
