@@ -240,6 +240,9 @@ Tokenizer Tokenizer::from_json_string(const std::string& text, const std::string
     a.rstrip = get_or<bool>(t, "rstrip", false, c);
     a.single_word = get_or<bool>(t, "single_word", false, c);
     CONVEYOR_CHECK(a.id >= 0, c.where(), ": negative id");
+    // HF gives an added token that the model already has the model's id, whatever the file says.
+    const int32_t model_id = im->model->token_to_id(a.content);
+    if (model_id >= 0) a.id = model_id;
     im->added.add(a);
   }
   const json decoder = j.value("decoder", json());

@@ -161,6 +161,7 @@ void PreTokenizer::add_metaspace(const std::string& replacement, PrependScheme s
   s.replacement = replacement;
   s.scheme = scheme;
   s.split = split;
+  s.behavior = SplitBehavior::kMergedWithNext;  // each "▁" starts a piece
   if (split) s.pattern = std::make_shared<const Regex>(Regex::escape(replacement), "Metaspace pre-tokenizer");
   steps_.push_back(std::move(s));
 }

@@ -139,7 +139,10 @@ def edge_cases():
            "\u00a0", "a\u00a0b", "\u3000全角", "x\u2009y", "zero\u200bwidth", "\ufeffBOM", "\u00ad",
            "🇫🇷", "👨‍👩‍👧‍👦", "🏳️‍🌈", "e\u0301", "\u0301", "�", "\U0010FFFD", "\x7f\x01\x1b[0m",
            "a" * 300, "ab" * 200, " " * 50, "\n" * 20, "1" * 60, "🚀" * 30, "中" * 80,
-           "x" + " " * 7 + "y", "\t\tz", "A\n\nB", "end.\n"]
+           "x" + " " * 7 + "y", "\t\tz", "A\n\nB", "end.\n",
+           # added tokens with lstrip / rstrip / single_word (used by the variant tokenizers)
+           "x <think> y", "  <think>", "a<think>b", "[INST] hi [INST]  there", "a[INST]b", "the theory; the",
+           "bathe the\tthe_ the", "Don't WON'T i'M We'Ve", "a\r\n\r\nb \n\n  c", "1234567 12 3"]
     return out
 
 

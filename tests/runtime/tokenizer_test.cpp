@@ -12,8 +12,8 @@ namespace {
 // Compares encode (with and without special handling) and decode on every string; prints the
 // agreement numbers and the first mismatches.
 void check_corpus(const Tokenizer& tok, const std::string& expected_name, const std::string& label) {
-  const auto corpus = load_corpus();
-  const auto expected = load_expected(expected_name, corpus);
+  std::vector<std::string> corpus;
+  const auto expected = load_expected(expected_name, load_corpus(), corpus);
   size_t ids_ok = 0, plain_ok = 0, dec_ok = 0, dec_special_ok = 0, shown = 0;
   for (size_t i = 0; i < corpus.size(); ++i) {
     const Expected& e = expected[i];
@@ -25,8 +25,8 @@ void check_corpus(const Tokenizer& tok, const std::string& expected_name, const 
     plain_ok += plain == e.plain;
     dec_ok += dec == e.decoded;
     dec_special_ok += dec_special == e.decoded_special;
-    const bool all = ids == e.ids && plain == e.plain && dec == e.decoded && dec_special == e.decoded_special;
-    if (!all && shown++ < 5) {
+    const bool same = ids == e.ids && plain == e.plain && dec == e.decoded && dec_special == e.decoded_special;
+    if (!same && shown++ < 5) {
       ADD_FAILURE() << label << " string " << i << ": " << nlohmann::json(corpus[i]).dump() << "\n  ids  got "
                     << show_ids(ids) << "\n       want " << show_ids(e.ids) << "\n  plain got " << show_ids(plain)
                     << "\n       want " << show_ids(e.plain) << "\n  decode got " << nlohmann::json(dec).dump()
@@ -73,6 +73,32 @@ TEST(Tokenizer, SentencePieceFromGgufMetadataMatchesHF) {
   EXPECT_EQ(tok.kind(), "sentencepiece BPE");
   EXPECT_EQ(tok.bos_id(), 1);
   check_corpus(tok, "sp_bpe_gguf_expected.jsonl", "SentencePiece-style GGUF metadata (merges from scores)");
+}
+
+// Llama-3 split regex (case-insensitive contractions, \p{N}{1,3}, \s*[\r\n]+), ignore_merges, added
+// tokens with lstrip / rstrip / single_word / normalized, and a template adding BOS and EOS.
+TEST(Tokenizer, Llama3StyleVariantMatchesHF) {
+  const Tokenizer tok = Tokenizer::from_json_string(
+      patched_tokenizer_json(cached_file("smollm2_tokenizer.json"), data_path("tokenizer/variant_llama3_style.json")),
+      "SmolLM2 + variant_llama3_style.json");
+  EXPECT_EQ(tok.bos_id(), 1);
+  EXPECT_EQ(tok.eos_ids(), std::vector<int32_t>{2});
+  check_corpus(tok, "variant_llama3_style_expected.jsonl", "Llama-3-style variant");
+}
+
+// Metaspace pre-tokenizer (prepend always, split on), Digits runs, and the Metaspace decoder.
+TEST(Tokenizer, MetaspaceVariantMatchesHF) {
+  const Tokenizer tok = Tokenizer::from_json_string(
+      patched_tokenizer_json(data_path("tokenizer/sp_bpe.json"), data_path("tokenizer/variant_metaspace.json")),
+      "sp_bpe.json + variant_metaspace.json");
+  check_corpus(tok, "variant_metaspace_expected.jsonl", "Metaspace variant");
+}
+
+// tokenizer.ggml.pre "llama-bpe" maps to the Llama-3 regex (SmolLM2's vocabulary under it).
+TEST(Tokenizer, GgufPreLlamaBpeMatchesHF) {
+  GgufTokenizerMetadata meta = load_gguf_metadata(cached_file("smollm2_gguf_tokenizer.json"));
+  meta.pre = "llama-bpe";
+  check_corpus(Tokenizer::from_gguf_metadata(meta), "smollm2_gguf_pre_llama-bpe_expected.jsonl", "GGUF pre llama-bpe");
 }
 
 // Byte-level BPE loses nothing: decode(encode(s)) == s for every string, specials parsed or not.
