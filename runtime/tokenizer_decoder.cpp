@@ -111,12 +111,8 @@ std::string TokenDecoder::push(const std::string& token) {
 
 std::string TokenDecoder::finish() {
   std::string out = flush_bytes();
-  std::string tail = settler_.finish();
-  if (!tail.empty()) {
-    // Through emit's strip logic without pushing more bytes into the settler.
-    if (spec_->strip_after_fuse && !started_) started_ = true;
-    out += tail;
-  }
+  // A cut-off character becomes U+FFFD, never the strip content, so the strip has nothing to do here.
+  out += settler_.finish();
   return out;
 }
 

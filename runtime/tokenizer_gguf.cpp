@@ -78,7 +78,7 @@ std::vector<std::pair<std::string, std::string>> merges_from_scores(const std::v
   };
   std::vector<Cand> all;
   for (size_t t = 0; t < tokens.size(); ++t) {
-    if (index[tokens[t]] != t) continue;  // visit each distinct token once, in first-seen order
+    if (index[tokens[t]] != t) continue;  // each distinct token once, at the id it keeps
     const std::string& tok = tokens[t];
     std::vector<Cand> local;
     size_t pos = 0, cps = 0;
@@ -168,7 +168,9 @@ Tokenizer Tokenizer::from_gguf_metadata(const GgufTokenizerMetadata& m) {
   } else {
     if (merges.empty()) merges = merges_from_scores(vocab, m.scores);
     opt.byte_fallback = true;
-    opt.fuse_unk = true;  // no unk id: HF's converter sets none, so unknown bytes-less chars are dropped
+    // HF's converter sets fuse_unk but no unk id: a character with neither a token nor byte tokens
+    // is dropped. Byte tokens <0x00>..<0xFF> normally cover everything.
+    opt.fuse_unk = true;
     const bool prefix = m.add_space_prefix.value_or(true);
     im->pre_tokenizer.add_metaspace(kMetaspace, prefix ? PrependScheme::kFirst : PrependScheme::kNever, false);
     im->decoder.rewrites.push_back({kMetaspace, " ", false});
