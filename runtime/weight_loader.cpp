@@ -22,7 +22,7 @@ std::string shape_text(const std::vector<int64_t>& s) {
 template <typename Fn>
 void parallel_for(int64_t n, Fn fn) {
   std::exception_ptr error;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= 256)
   for (int64_t i = 0; i < n; ++i) {
     try {
       fn(i);

@@ -32,7 +32,7 @@ WeightSet make_dummy_weights(const ModelSpec& spec, const WeightShare& share, ui
     int64_t row0 = slice.split_dim == 0 ? slice.begin : 0, col0 = slice.split_dim == 1 ? slice.begin : 0;
     int64_t n = t.numel();
     float* out = t.data.data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= (1 << 16))
     for (int64_t i = 0; i < n; ++i) {
       int64_t r = i / width, c = i % width;
       uint64_t full = static_cast<uint64_t>((row0 + r) * full_cols + col0 + c);
