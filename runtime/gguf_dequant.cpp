@@ -120,6 +120,7 @@ void gguf_dequantize(GgmlType type, const uint8_t* src, int64_t n, float* dst) {
                  "of these");
   CONVEYOR_CHECK(n % tr->block_elems == 0, "dequantize ", tr->name, ": ", n, " elements is not a multiple of the block size ",
                  tr->block_elems);
+  if (n == 0) return;  // empty tensors: dst may be null, and memcpy(null, p, 0) is undefined
   int be = static_cast<int>(tr->block_elems), bb = static_cast<int>(tr->block_bytes);
   switch (type) {
     case GgmlType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;

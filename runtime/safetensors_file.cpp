@@ -180,6 +180,7 @@ float f8e4m3_to_float(uint8_t v) {
 }  // namespace
 
 void safetensors_to_f32(SafetensorsDType dtype, const uint8_t* src, size_t n, float* dst) {
+  if (n == 0) return;  // empty tensors: dst may be null, and memcpy(null, p, 0) is undefined
   switch (dtype) {
     case SafetensorsDType::kF32: std::memcpy(dst, src, n * 4); return;
     case SafetensorsDType::kF16:

@@ -155,6 +155,11 @@ TEST(GgufDequant, QuantizedBlocksFollowTheLayoutPerElement) {
   }
 }
 
+TEST(GgufDequant, EmptyTensorsTouchNothing) {  // found by gguf_fuzz: memcpy(nullptr, p, 0)
+  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ6_K})
+    gguf_dequantize(t, nullptr, 0, nullptr);
+}
+
 TEST(GgufDequant, RefusesTypesItCannotDecode) {
   std::vector<uint8_t> raw(176);
   std::vector<float> out(256);
