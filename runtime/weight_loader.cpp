@@ -96,25 +96,17 @@ int64_t WeightLoader::source_row(const WeightId& id, int64_t row) const {
 
 HostTensor WeightLoader::load(const WeightId& id, const WeightShare& share) const {
   std::string name = source_name(id);
-  HostTensor t;
-  t.name = internal_name(id);
-  t.full_shape = full_shape(spec_, id);
-  WeightSlice slice = share_slice(spec_, id, share);
-  t.split_dim = slice.split_dim;
-  t.split_begin = slice.begin;
-  t.shape = t.full_shape;
-  if (slice.split_dim >= 0) t.shape[static_cast<size_t>(slice.split_dim)] = slice.count;
-  t.data.resize(static_cast<size_t>(t.numel()));
+  HostTensor t = make_share_tensor(spec_, id, share);
   float* out = t.data.data();
   if (t.full_shape.size() == 1) {  // norms and biases: one element range
-    int64_t b = slice.split_dim < 0 ? 0 : slice.begin;
+    int64_t b = t.split_begin;
     source_.read_range(name, b, b + t.shape[0], out);
     return t;
   }
   int64_t cols = t.full_shape[1];
   int64_t rows = t.shape[0], width = t.shape[1];
-  int64_t row0 = slice.split_dim == 0 ? slice.begin : 0;
-  int64_t col0 = slice.split_dim == 1 ? slice.begin : 0;
+  int64_t row0 = t.split_dim == 0 ? t.split_begin : 0;
+  int64_t col0 = t.split_dim == 1 ? t.split_begin : 0;
   parallel_for(rows, [&](int64_t r) {
     int64_t src = source_row(id, row0 + r);
     source_.read_range(name, src * cols + col0, src * cols + col0 + width, out + r * width);

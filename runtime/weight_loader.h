@@ -25,6 +25,7 @@ struct WeightSet {
 
 class WeightLoader {
  public:
+  // Keeps references: spec and source must outlive the loader.
   WeightLoader(const ModelSpec& spec, const WeightSource& source);
 
   // One weight's share. With a tied LM head, "lm_head" is read from the embedding.

@@ -13,15 +13,7 @@ uint64_t dummy_tensor_key(uint64_t seed, const std::string& internal_name) {
 WeightSet make_dummy_weights(const ModelSpec& spec, const WeightShare& share, uint64_t seed) {
   WeightSet set;
   for (const WeightId& id : share_weights(spec, share)) {
-    HostTensor t;
-    t.name = internal_name(id);
-    t.full_shape = full_shape(spec, id);
-    WeightSlice slice = share_slice(spec, id, share);
-    t.split_dim = slice.split_dim;
-    t.split_begin = slice.begin;
-    t.shape = t.full_shape;
-    if (slice.split_dim >= 0) t.shape[static_cast<size_t>(slice.split_dim)] = slice.count;
-    t.data.resize(static_cast<size_t>(t.numel()));
+    HostTensor t = make_share_tensor(spec, id, share);
     // A tied LM head is the embedding: hash it under the embedding's name so both agree.
     bool tied_head = id.kind == WeightKind::kLmHead && spec.tie_word_embeddings;
     uint64_t key = dummy_tensor_key(seed, tied_head ? internal_name({WeightKind::kEmbedding, -1}) : t.name);
@@ -29,14 +21,14 @@ WeightSet make_dummy_weights(const ModelSpec& spec, const WeightShare& share, ui
     float offset = norm ? 1.0f : 0.0f;
     int64_t full_cols = t.full_shape.size() == 2 ? t.full_shape[1] : 1;
     int64_t width = t.shape.size() == 2 ? t.shape[1] : 1;
-    int64_t row0 = slice.split_dim == 0 ? slice.begin : 0, col0 = slice.split_dim == 1 ? slice.begin : 0;
-    int64_t n = t.numel();
+    int64_t row0 = t.split_dim == 0 ? t.split_begin : 0, col0 = t.split_dim == 1 ? t.split_begin : 0;
+    int64_t rows = t.numel() / width;
     float* out = t.data.data();
-#pragma omp parallel for schedule(static) if (n >= (1 << 16))
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t r = i / width, c = i % width;
-      uint64_t full = static_cast<uint64_t>((row0 + r) * full_cols + col0 + c);
-      out[i] = offset + kDummyStddev * dummy_normal(key, full);
+#pragma omp parallel for schedule(static) if (rows * width >= (1 << 16))
+    for (int64_t r = 0; r < rows; ++r) {
+      uint64_t base = static_cast<uint64_t>((row0 + r) * full_cols + col0);
+      float* dst = out + r * width;
+      for (int64_t c = 0; c < width; ++c) dst[c] = offset + kDummyStddev * dummy_normal(key, base + static_cast<uint64_t>(c));
     }
     set.tensors.emplace(t.name, std::move(t));
   }

@@ -129,6 +129,19 @@ void check_tensor_parallel(const ModelSpec& s, int tp) {
                  s.intermediate, " of ", s.source);
 }
 
+HostTensor make_share_tensor(const ModelSpec& spec, const WeightId& id, const WeightShare& share) {
+  HostTensor t;
+  t.name = internal_name(id);
+  t.full_shape = full_shape(spec, id);
+  WeightSlice slice = share_slice(spec, id, share);
+  t.split_dim = slice.split_dim;
+  t.split_begin = slice.split_dim >= 0 ? slice.begin : 0;
+  t.shape = t.full_shape;
+  if (slice.split_dim >= 0) t.shape[static_cast<size_t>(slice.split_dim)] = slice.count;
+  t.data.resize(static_cast<size_t>(t.numel()));
+  return t;
+}
+
 int64_t vocab_shard_rows(const ModelSpec& spec, int tp_size) { return (spec.vocab + tp_size - 1) / tp_size; }
 
 WeightSlice share_slice(const ModelSpec& s, const WeightId& id, const WeightShare& share) {

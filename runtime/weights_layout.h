@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/host_tensor.h"
 #include "runtime/model_spec.h"
 
 namespace conveyor {
@@ -56,6 +57,9 @@ struct WeightSlice {
   int64_t count = 0;
 };
 WeightSlice share_slice(const ModelSpec& spec, const WeightId& id, const WeightShare& share);
+
+// An allocated tensor for one weight's share: name, shapes and split filled in, data sized.
+HostTensor make_share_tensor(const ModelSpec& spec, const WeightId& id, const WeightShare& share);
 
 // Rows per vocab shard: ceil(vocab / tp). Shard r holds rows [r*S, min(vocab, (r+1)*S)); consumers
 // that need equal shards pad the last one themselves (with -inf logits, not zero rows).
