@@ -47,6 +47,11 @@ class Communicator {
   virtual void broadcast(void* buf, size_t count, DType dtype, int root, Stream stream) = 0;
   virtual void barrier(Stream stream) = 0;
 
+  // Brackets a batch of p2p calls that must progress together (e.g. a send and a receive with the same
+  // peer, or a ring exchange). NCCL needs this to avoid deadlock; MPI's non-blocking calls do not.
+  virtual void group_start() {}
+  virtual void group_end() {}
+
   // Typed conveniences.
   template <typename T>
   void send(const T* buf, size_t n, int peer, Stream s = nullptr) { send(buf, n, dtype_of<T>::value, peer, s); }

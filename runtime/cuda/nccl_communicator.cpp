@@ -27,13 +27,13 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 
 cudaStream_t cu(Stream s) { return static_cast<cudaStream_t>(s); }
 
+}  // namespace
+
 // Completion of an enqueued NCCL p2p operation, tracked by an event on its stream.
 class NcclRequest : public CommRequest {
  public:
-  explicit NcclRequest(cudaStream_t stream) {
-    CONVEYOR_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
-    CONVEYOR_CUDA_CHECK(cudaEventRecord(event_, stream));
-  }
+  NcclRequest() { CONVEYOR_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+  void record(cudaStream_t stream) { CONVEYOR_CUDA_CHECK(cudaEventRecord(event_, stream)); }
   ~NcclRequest() override { cudaEventDestroy(event_); }
   void wait() override { CONVEYOR_CUDA_CHECK(cudaEventSynchronize(event_)); }
   bool done() override {
@@ -46,8 +46,6 @@ class NcclRequest : public CommRequest {
  private:
   cudaEvent_t event_ = nullptr;
 };
-
-}  // namespace
 
 NcclCommunicator::NcclCommunicator(MPI_Comm group, std::string name) : name_(std::move(name)) {
   CONVEYOR_MPI_CHECK(MPI_Comm_rank(group, &rank_));
@@ -88,13 +86,37 @@ void NcclCommunicator::recv(void* buf, size_t count, DType dtype, int peer, Stre
 std::unique_ptr<CommRequest> NcclCommunicator::isend(const void* buf, size_t count, DType dtype, int peer,
                                                      Stream stream) {
   send(buf, count, dtype, peer, stream);
-  return std::make_unique<NcclRequest>(cu(stream));
+  return make_request(stream);
 }
 
 std::unique_ptr<CommRequest> NcclCommunicator::irecv(void* buf, size_t count, DType dtype, int peer,
                                                      Stream stream) {
   recv(buf, count, dtype, peer, stream);
-  return std::make_unique<NcclRequest>(cu(stream));
+  return make_request(stream);
+}
+
+std::unique_ptr<CommRequest> NcclCommunicator::make_request(Stream stream) {
+  auto req = std::make_unique<NcclRequest>();
+  if (group_depth_ > 0) {
+    pending_.emplace_back(req.get(), stream);
+  } else {
+    req->record(cu(stream));
+  }
+  return req;
+}
+
+void NcclCommunicator::group_start() {
+  CONVEYOR_NCCL_CHECK(ncclGroupStart());
+  ++group_depth_;
+}
+
+void NcclCommunicator::group_end() {
+  CONVEYOR_CHECK(group_depth_ > 0, "group_end on ", name_, " without group_start");
+  CONVEYOR_NCCL_CHECK(ncclGroupEnd());
+  if (--group_depth_ == 0) {
+    for (auto& [req, stream] : pending_) req->record(cu(stream));
+    pending_.clear();
+  }
 }
 
 void NcclCommunicator::all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,

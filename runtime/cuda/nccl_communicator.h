@@ -8,10 +8,14 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime/communicator.h"
 
 namespace conveyor {
+
+class NcclRequest;
 
 class NcclCommunicator : public Communicator {
  public:
@@ -45,13 +49,19 @@ class NcclCommunicator : public Communicator {
   void all_gather(const void* send, void* recv, size_t count, DType dtype, Stream stream) override;
   void broadcast(void* buf, size_t count, DType dtype, int root, Stream stream) override;
   void barrier(Stream stream) override;
+  void group_start() override;
+  void group_end() override;
 
  private:
+  std::unique_ptr<CommRequest> make_request(Stream stream);
   ncclComm_t comm_ = nullptr;
   std::string name_;
   int rank_ = 0;
   int size_ = 1;
   void* barrier_buf_ = nullptr;  // one float on the device for barrier()
+  int group_depth_ = 0;
+  // Requests made inside a group get their completion event once the group is enqueued.
+  std::vector<std::pair<NcclRequest*, Stream>> pending_;
 };
 
 }  // namespace conveyor

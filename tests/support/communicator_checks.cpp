@@ -123,12 +123,14 @@ void check_isend_irecv(Communicator& comm, Device& dev, Stream s) {
     upload(dev, mine.bytes, &sends.back());
   }
   size_t k = 0;
+  comm.group_start();
   for (int peer = 0; peer < n; ++peer) {
     if (peer == r) continue;
     reqs.push_back(comm.irecv(recvs[k].data(), count, DType::kF32, peer, s));
     reqs.push_back(comm.isend(sends[k].data(), count, DType::kF32, peer, s));
     ++k;
   }
+  comm.group_end();
   for (auto& q : reqs) q->wait();
   for (auto& q : reqs) EXPECT_TRUE(q->done());
   k = 0;
