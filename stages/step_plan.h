@@ -1,0 +1,37 @@
+// StepPlan: what one forward step computes, decided by the leader's scheduler. It lists, per sequence,
+// the new tokens (a prefill chunk or one decode token), where they start in the sequence and the KV
+// blocks that hold it. The plan travels down the pipeline with the activations (issue 5: serialize);
+// no rank other than the leader makes scheduling decisions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace conveyor {
+
+struct SeqChunk {
+  int64_t seq_id = 0;
+  int32_t start_pos = 0;               // tokens of this sequence already in the KV cache
+  std::vector<int32_t> tokens;         // new tokens: positions [start_pos, start_pos + tokens.size())
+  std::vector<int32_t> block_table;    // KV blocks covering positions [0, start_pos + tokens.size())
+  bool wants_logits = false;           // produce logits at the last new position (sample a token)
+};
+
+struct StepPlan {
+  int64_t step = 0;
+  std::vector<SeqChunk> seqs;
+
+  size_t num_tokens() const {
+    size_t n = 0;
+    for (const auto& s : seqs) n += s.tokens.size();
+    return n;
+  }
+  size_t num_logits() const {
+    size_t n = 0;
+    for (const auto& s : seqs) n += s.wants_logits ? 1 : 0;
+    return n;
+  }
+};
+
+}  // namespace conveyor
