@@ -3,6 +3,7 @@
 // executor and the CUDA runner later.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "runtime/model_spec.h"
@@ -21,4 +22,12 @@ class ModelRunner {
   virtual void forward(const StepPlan& plan, std::vector<float>* logits) = 0;
 };
 
+}  // namespace conveyor
+
+namespace conveyor {
+class Config;
+// The CPU reference runner for a whole model on one rank (stages/cpu_model_runner.cpp): spec and
+// weights from cfg (model.path / model.config, model.load_format), KV blocks from cache.num_blocks or
+// cache.cpu_kv_cache_space, block size cache.block_size.
+std::unique_ptr<ModelRunner> make_cpu_model_runner(const Config& cfg, const ModelSpec& spec);
 }  // namespace conveyor
