@@ -71,6 +71,32 @@ TEST(TokenizerLoading, SmolLM2GgufThroughOurReaderMatchesHF) {
   expect_corpus_ids(*tok, "smollm2_expected.jsonl");
 }
 
+// A SentencePiece-style ("llama") vocabulary in a real GGUF file (scripts/export_gguf_tokenizer.py
+// --gguf-out): our reader gives the same metadata as the JSON dump it was written from, and HF's ids.
+TEST(TokenizerLoading, SentencePieceGgufFileThroughOurReaderMatchesHF) {
+  const std::string path = data_path("tokenizer/sp_bpe_tokenizer.gguf");
+  const GgufTokenizerMetadata got = gguf_tokenizer_metadata(GgufFile(path));
+  const GgufTokenizerMetadata want = load_gguf_metadata(data_path("tokenizer/sp_bpe_gguf_meta.json"));
+  EXPECT_EQ(got.model, want.model);
+  EXPECT_EQ(got.pre, want.pre);
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_EQ(got.token_type, want.token_type);
+  EXPECT_EQ(got.scores, want.scores);
+  EXPECT_TRUE(got.merges.empty());
+  EXPECT_EQ(got.bos_id, want.bos_id);
+  EXPECT_EQ(got.eos_id, want.eos_id);
+  EXPECT_EQ(got.unk_id, want.unk_id);
+  EXPECT_EQ(got.add_bos_token, want.add_bos_token);
+  EXPECT_EQ(got.add_space_prefix, want.add_space_prefix);
+  ModelSpec spec;  // no model around it: BOS/EOS stay the file's
+  const auto tok = load_tokenizer("", path, spec);
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(tok->kind(), "sentencepiece BPE");
+  EXPECT_EQ(tok->bos_id(), 1);
+  EXPECT_EQ(tok->eos_ids(), std::vector<int32_t>{2});
+  expect_corpus_ids(*tok, "sp_bpe_gguf_expected.jsonl");
+}
+
 // tokenizer.json has no EOS and (SmolLM2) no BOS template: both come from generation_config.json.
 TEST(TokenizerLoading, HfDirectoryTakesBosEosFromGenerationConfig) {
   const std::string dir = model_dir("tokload_hf", R"({"bos_token_id": 1, "eos_token_id": [2, 0]})");
