@@ -54,7 +54,10 @@ def main():
     model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
                                                  attn_implementation="eager")
     model.eval()
-    gc = GenerationConfig(do_sample=False, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, eos_token_id=None,
+    # Greedy must see the raw logits: with an EOS id set, generate would stop or (min_new_tokens)
+    # mask EOS, and the reference would no longer be the argmax the runner computes.
+    model.generation_config.eos_token_id = None
+    gc = GenerationConfig(do_sample=False, max_new_tokens=NEW_TOKENS, min_new_tokens=0, eos_token_id=None,
                           pad_token_id=0, num_beams=1, repetition_penalty=1.0, use_cache=True)
     records = []
     for text, chat in PROMPTS:
@@ -71,6 +74,8 @@ def main():
             out = model.generate(x, attention_mask=torch.ones_like(x), generation_config=gc, output_logits=True,
                                  return_dict_in_generate=True)
         greedy = out.sequences[0, len(ids):].tolist()
+        assert len(greedy) == NEW_TOKENS, "generation stopped early"
+        assert greedy == [int(step[0].argmax()) for step in out.logits], "greedy ids are not the argmax of the logits"
         gaps = []
         for step in out.logits:
             top = torch.topk(step[0].float(), 2).values
