@@ -1,7 +1,5 @@
 // CPU implementation of Ops (see backend.h). Shapes are checked here, once per op, so a wiring
 // mistake in model code is an Error naming the op rather than a silent out-of-bounds read.
-// Only this file of stages/ includes kernels/cpu/rope.h: its RopeScaling shares a name with
-// ModelSpec's, so the two headers must not meet in one translation unit.
 #include "stages/cpu_ops.h"
 
 #include <cmath>
@@ -31,13 +29,13 @@ void check_shape(const TensorView& t, int64_t rows, int64_t cols, const char* op
                  "], expected [", rows, ", ", cols, "]");
 }
 
-RopeScaling to_kernel_scaling(const RopeParams& p) {
-  RopeScaling s;
+RopeFreqScaling to_kernel_scaling(const RopeParams& p) {
+  RopeFreqScaling s;
   switch (p.kind) {
-    case RopeKind::kDefault: s.type = RopeScalingType::kNone; break;
-    case RopeKind::kLinear: s.type = RopeScalingType::kLinear; break;
-    case RopeKind::kLlama3: s.type = RopeScalingType::kLlama3; break;
-    case RopeKind::kDynamic: s.type = RopeScalingType::kDynamic; break;
+    case RopeKind::kDefault: s.type = RopeFreqType::kNone; break;
+    case RopeKind::kLinear: s.type = RopeFreqType::kLinear; break;
+    case RopeKind::kLlama3: s.type = RopeFreqType::kLlama3; break;
+    case RopeKind::kDynamic: s.type = RopeFreqType::kDynamic; break;
   }
   s.factor = static_cast<float>(p.factor);
   s.low_freq_factor = static_cast<float>(p.low_freq_factor);

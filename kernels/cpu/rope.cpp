@@ -22,7 +22,7 @@ void default_inv_freq(double base, int dim, float* out) {
 }
 
 // Llama 3.1: keep high frequencies, divide low ones by factor, blend in between.
-void apply_llama3(const RopeScaling& s, int half, float* inv_freq) {
+void apply_llama3(const RopeFreqScaling& s, int half, float* inv_freq) {
   const float old_len = static_cast<float>(s.original_max_position_embeddings);
   const float low_wavelen = old_len / s.low_freq_factor;
   const float high_wavelen = old_len / s.high_freq_factor;
@@ -50,28 +50,28 @@ void rotate_head(float* x, const float* cos_v, const float* sin_v, int half) {
 
 }  // namespace
 
-RopeTable::RopeTable(int head_dim, double theta, const RopeScaling& scaling, int max_position_embeddings)
+RopeTable::RopeTable(int head_dim, double theta, const RopeFreqScaling& scaling, int max_position_embeddings)
     : head_dim_(head_dim), theta_(theta), scaling_(scaling), max_position_embeddings_(max_position_embeddings) {
   CONVEYOR_CHECK(head_dim > 0 && head_dim % 2 == 0 && head_dim <= kMaxHeadDim,
                  "rope: head_dim must be even and in (0, ", kMaxHeadDim, "], got ", head_dim);
   CONVEYOR_CHECK(theta > 0, "rope: rope_theta must be > 0, got ", theta);
-  CONVEYOR_CHECK(scaling.type == RopeScalingType::kNone || scaling.factor > 0,
+  CONVEYOR_CHECK(scaling.type == RopeFreqType::kNone || scaling.factor > 0,
                  "rope: rope_scaling.factor must be > 0, got ", scaling.factor);
-  if (scaling.type == RopeScalingType::kLlama3) {
+  if (scaling.type == RopeFreqType::kLlama3) {
     CONVEYOR_CHECK(scaling.high_freq_factor > scaling.low_freq_factor && scaling.low_freq_factor > 0,
                    "rope: llama3 scaling needs 0 < low_freq_factor < high_freq_factor, got ",
                    scaling.low_freq_factor, " and ", scaling.high_freq_factor);
     CONVEYOR_CHECK(scaling.original_max_position_embeddings > 0,
                    "rope: llama3 scaling needs original_max_position_embeddings > 0");
   }
-  if (scaling.type == RopeScalingType::kDynamic) {
+  if (scaling.type == RopeFreqType::kDynamic) {
     CONVEYOR_CHECK(max_position_embeddings > 0, "rope: dynamic scaling needs max_position_embeddings > 0");
   }
   inv_freq_.resize(head_dim / 2);
   default_inv_freq(theta, head_dim, inv_freq_.data());
-  if (scaling.type == RopeScalingType::kLinear) {
+  if (scaling.type == RopeFreqType::kLinear) {
     for (float& f : inv_freq_) f /= scaling.factor;
-  } else if (scaling.type == RopeScalingType::kLlama3) {
+  } else if (scaling.type == RopeFreqType::kLlama3) {
     apply_llama3(scaling, head_dim / 2, inv_freq_.data());
   }
 }

@@ -9,10 +9,10 @@
 
 namespace conveyor {
 
-enum class RopeScalingType { kNone, kLinear, kLlama3, kDynamic };
+enum class RopeFreqType { kNone, kLinear, kLlama3, kDynamic };
 
-struct RopeScaling {
-  RopeScalingType type = RopeScalingType::kNone;
+struct RopeFreqScaling {
+  RopeFreqType type = RopeFreqType::kNone;
   float factor = 1.f;                          // linear, llama3, dynamic
   float low_freq_factor = 1.f;                 // llama3
   float high_freq_factor = 4.f;                // llama3
@@ -22,10 +22,10 @@ struct RopeScaling {
 class RopeTable {
  public:
   // max_position_embeddings is the config's; dynamic NTK scales only past it.
-  RopeTable(int head_dim, double theta, const RopeScaling& scaling, int max_position_embeddings);
+  RopeTable(int head_dim, double theta, const RopeFreqScaling& scaling, int max_position_embeddings);
 
   int head_dim() const { return head_dim_; }
-  bool is_dynamic() const { return scaling_.type == RopeScalingType::kDynamic; }
+  bool is_dynamic() const { return scaling_.type == RopeFreqType::kDynamic; }
 
   // The inv_freq for one forward call, [head_dim / 2]. Only dynamic NTK depends on seq_len; like
   // transformers it uses seq_len = (largest position in the call) + 1, and leaves the base theta
@@ -36,7 +36,7 @@ class RopeTable {
  private:
   int head_dim_;
   double theta_;
-  RopeScaling scaling_;
+  RopeFreqScaling scaling_;
   int max_position_embeddings_;
   std::vector<float> inv_freq_;
 };

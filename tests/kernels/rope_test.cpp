@@ -24,7 +24,7 @@ std::vector<float> table_inv_freq(const RopeTable& t, int seq_len) {
 }
 
 TEST(RopeTable, DefaultMatchesFormula) {
-  RopeTable t(64, 10000.0, RopeScaling{}, 2048);
+  RopeTable t(64, 10000.0, RopeFreqScaling{}, 2048);
   std::vector<float> want(32);
   for (int i = 0; i < 32; ++i) want[i] = static_cast<float>(1.0 / std::pow(10000.0, 2.0 * i / 64));
   EXPECT_EQ(compare_all(table_inv_freq(t, 1), want, 0.f, 2e-7f), "");
@@ -33,7 +33,7 @@ TEST(RopeTable, DefaultMatchesFormula) {
 
 TEST(RopeTable, Llama3MatchesTransformers) {
   // rope_theta 500000, factor 8, low_freq_factor 1, high_freq_factor 4, original_max_position 64.
-  RopeScaling s{RopeScalingType::kLlama3, 8.f, 1.f, 4.f, 64};
+  RopeFreqScaling s{RopeFreqType::kLlama3, 8.f, 1.f, 4.f, 64};
   RopeTable t(32, 500000.0, s, 256);
   const std::vector<float> want = {1, 0.440366626f, 0.079403013f, 0.0106746377f, 0.00470075384f, 0.00207005511f,
                                    0.000911583134f, 0.000401430763f, 0.000176776681f, 7.78465546e-05f,
@@ -43,7 +43,7 @@ TEST(RopeTable, Llama3MatchesTransformers) {
 }
 
 TEST(RopeTable, LinearMatchesTransformers) {
-  RopeTable t(32, 10000.0, RopeScaling{RopeScalingType::kLinear, 4.f}, 256);
+  RopeTable t(32, 10000.0, RopeFreqScaling{RopeFreqType::kLinear, 4.f}, 256);
   const std::vector<float> want = {0.25f, 0.140585333f, 0.079056941f, 0.0444569848f, 0.0250000004f,
                                    0.0140585322f, 0.00790569466f, 0.00444569858f, 0.00249999994f,
                                    0.00140585331f, 0.000790569466f, 0.000444569858f, 0.000250000012f,
@@ -53,7 +53,7 @@ TEST(RopeTable, LinearMatchesTransformers) {
 
 TEST(RopeTable, DynamicMatchesTransformers) {
   // factor 2, max_position_embeddings 64: unscaled up to seq_len 64, NTK-scaled base beyond.
-  RopeTable t(32, 10000.0, RopeScaling{RopeScalingType::kDynamic, 2.f}, 64);
+  RopeTable t(32, 10000.0, RopeFreqScaling{RopeFreqType::kDynamic, 2.f}, 64);
   const std::vector<float> at_50 = {1, 0.562341332f, 0.316227764f, 0.177827939f, 0.100000001f, 0.0562341288f,
                                     0.0316227786f, 0.0177827943f, 0.00999999978f, 0.00562341325f,
                                     0.00316227786f, 0.00177827943f, 0.00100000005f, 0.000562341302f,
@@ -68,10 +68,10 @@ TEST(RopeTable, DynamicMatchesTransformers) {
 }
 
 TEST(RopeTable, RejectsBadParameters) {
-  EXPECT_THROW(RopeTable(63, 10000.0, RopeScaling{}, 128), Error);
-  EXPECT_THROW(RopeTable(64, 0.0, RopeScaling{}, 128), Error);
-  EXPECT_THROW(RopeTable(64, 1e4, RopeScaling{RopeScalingType::kLlama3, 8.f, 4.f, 1.f, 8192}, 128), Error);
-  EXPECT_THROW(RopeTable(64, 1e4, RopeScaling{RopeScalingType::kLinear, 0.f}, 128), Error);
+  EXPECT_THROW(RopeTable(63, 10000.0, RopeFreqScaling{}, 128), Error);
+  EXPECT_THROW(RopeTable(64, 0.0, RopeFreqScaling{}, 128), Error);
+  EXPECT_THROW(RopeTable(64, 1e4, RopeFreqScaling{RopeFreqType::kLlama3, 8.f, 4.f, 1.f, 8192}, 128), Error);
+  EXPECT_THROW(RopeTable(64, 1e4, RopeFreqScaling{RopeFreqType::kLinear, 0.f}, 128), Error);
 }
 
 // rotate_half in double with inv_freq taken from the table.
@@ -106,16 +106,16 @@ void check_rope(const RopeTable& table, int heads, int kv_heads, const std::vect
 
 TEST(RopeRef, MatchesRotateHalfFormula) {
   const std::vector<int32_t> pos = {0, 1, 2, 7, 31, 100, 4095, 131071, 5, 5};
-  check_rope(RopeTable(64, 10000.0, RopeScaling{}, 2048), 9, 3, pos, 1);
-  check_rope(RopeTable(128, 500000.0, RopeScaling{RopeScalingType::kLlama3, 8.f, 1.f, 4.f, 8192}, 131072), 4, 1, pos,
+  check_rope(RopeTable(64, 10000.0, RopeFreqScaling{}, 2048), 9, 3, pos, 1);
+  check_rope(RopeTable(128, 500000.0, RopeFreqScaling{RopeFreqType::kLlama3, 8.f, 1.f, 4.f, 8192}, 131072), 4, 1, pos,
              2);
-  check_rope(RopeTable(80, 1e6, RopeScaling{RopeScalingType::kLinear, 2.f}, 4096), 2, 2, pos, 3);
-  check_rope(RopeTable(64, 10000.0, RopeScaling{RopeScalingType::kDynamic, 4.f}, 64), 3, 3, pos, 4);
+  check_rope(RopeTable(80, 1e6, RopeFreqScaling{RopeFreqType::kLinear, 2.f}, 4096), 2, 2, pos, 3);
+  check_rope(RopeTable(64, 10000.0, RopeFreqScaling{RopeFreqType::kDynamic, 4.f}, 64), 3, 3, pos, 4);
 }
 
 TEST(RopeRef, DynamicSeqLenOverridesTheCallsLongestPosition) {
   // A chunk of positions 0..9 of a 100-token prompt must use the scaling of the whole prompt.
-  RopeTable table(32, 10000.0, RopeScaling{RopeScalingType::kDynamic, 2.f}, 64);
+  RopeTable table(32, 10000.0, RopeFreqScaling{RopeFreqType::kDynamic, 2.f}, 64);
   std::vector<int32_t> pos(10);
   for (int i = 0; i < 10; ++i) pos[i] = i;
   auto q = random_floats(10 * 32, 13), k = random_floats(10 * 32, 14);
@@ -130,7 +130,7 @@ TEST(RopeRef, DynamicSeqLenOverridesTheCallsLongestPosition) {
 }
 
 TEST(RopeRef, PositionZeroIsIdentity) {
-  RopeTable table(32, 10000.0, RopeScaling{}, 128);
+  RopeTable table(32, 10000.0, RopeFreqScaling{}, 128);
   auto q = random_floats(2 * 32, 9), k = random_floats(32, 10);
   auto q0 = q, k0 = k;
   const int32_t pos = 0;
@@ -140,7 +140,7 @@ TEST(RopeRef, PositionZeroIsIdentity) {
 }
 
 TEST(RopeRef, ScoreDependsOnRelativePositionOnly) {
-  RopeTable table(64, 10000.0, RopeScaling{}, 4096);
+  RopeTable table(64, 10000.0, RopeFreqScaling{}, 4096);
   const auto q = random_floats(64, 11), k = random_floats(64, 12);
   auto score = [&](int pq, int pk) {
     auto qq = q, kq = k, qk = q, kk = k;  // rotate q at pq and k at pk (each call rotates both)

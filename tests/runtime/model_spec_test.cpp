@@ -139,7 +139,7 @@ TEST(ModelSpec, RopeScalingVariants) {
   expect_error([&] { parse(c); }, "factor must be > 0");
 }
 
-TEST(ModelSpec, MistralSlidingWindowLimitsTheContext) {
+TEST(ModelSpec, MistralSlidingWindowIsKept) {
   json c = llama_config();
   c["model_type"] = "mistral";
   c["max_position_embeddings"] = 32768;
