@@ -45,10 +45,13 @@ class FakeModelRunner : public ModelRunner {
       }
       float* out = logits->data() + row++ * spec_.vocab;
       for (int64_t v = 0; v < spec_.vocab; ++v) out[v] = static_cast<float>(6.0 * sampling_uniform(h, 0, v) - 3.0);
+      if (boosted_ >= 0) out[boosted_] += 10.f;
     }
   }
 
   const std::vector<StepPlan>& plans() const { return plans_; }
+  // Makes `token` the most likely next token everywhere (e.g. EOS, to test min_tokens).
+  void boost(int32_t token) { boosted_ = token; }
 
  private:
   int32_t& slot(const SeqChunk& c, int32_t pos) {
@@ -62,6 +65,7 @@ class FakeModelRunner : public ModelRunner {
   int block_size_;
   std::vector<int32_t> slots_;  // [num_blocks * block_size] token held by each KV slot
   std::vector<StepPlan> plans_;
+  int32_t boosted_ = -1;
 };
 
 }  // namespace conveyor::testing
