@@ -10,6 +10,7 @@ namespace conveyor {
 using Args = std::vector<std::string>;
 
 int run_config_command(const Args& args);  // conveyor config --print
+int run_plan_command(const Args& args);    // conveyor plan
 int run_doctor_command(const Args& args, int* argc, char*** argv);  // needs MPI
 int run_inspect_command(const Args& args);  // conveyor inspect <model dir | file.gguf>
 

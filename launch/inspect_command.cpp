@@ -3,11 +3,8 @@
 // or files are present. Works for HF directories (tokenizer files optional) and GGUF files.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <set>
-
-#include <nlohmann/json.hpp>
+#include <memory>
 
 #include "launch/command.h"
 #include "runtime/config_cli.h"
@@ -15,6 +12,7 @@
 #include "runtime/gguf_file.h"
 #include "runtime/model_spec.h"
 #include "runtime/strings.h"
+#include "runtime/tokenizer_loading.h"
 #include "runtime/weights_source.h"
 
 namespace po = boost::program_options;
@@ -30,43 +28,26 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return "[" + join(parts, ", ") + "]";
 }
 
-// "kind, vocab N" from tokenizer.json (model.type, vocab plus added tokens) or a SentencePiece model.
-std::string hf_tokenizer(const std::string& dir) {
-  fs::path tj = fs::path(dir) / "tokenizer.json";
-  if (!fs::exists(tj)) {
-    if (fs::exists(fs::path(dir) / "tokenizer.model")) return "sentencepiece model (tokenizer.model; no tokenizer.json)";
-    return "none found";
-  }
-  nlohmann::json j;
+// The tokenizer conveyor would run with (load_tokenizer), so inspect shows what generate will use.
+std::string tokenizer_text(const std::string& path) {
+  ModelSpec spec;
   try {
-    std::ifstream in(tj);
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    CONVEYOR_THROW("'", tj.string(), "' is not valid JSON: ", e.what());
+    spec = load_model_spec(path);
+  } catch (const Error&) {
+    spec.source = path;  // the spec's own problem is reported under "model spec"
   }
-  const nlohmann::json& model = j.contains("model") ? j["model"] : nlohmann::json::object();
-  std::string type = model.is_object() ? model.value("type", std::string("?")) : "?";
-  std::set<int64_t> ids;
-  if (model.is_object() && model.contains("vocab")) {
-    const auto& v = model["vocab"];
-    if (v.is_object())
-      for (auto it = v.begin(); it != v.end(); ++it)
-        if (it->is_number_integer()) ids.insert(it->get<int64_t>());
-    if (v.is_array())
-      for (size_t i = 0; i < v.size(); ++i) ids.insert(static_cast<int64_t>(i));
+  std::unique_ptr<Tokenizer> tok;
+  try {
+    tok = load_tokenizer(path, "", spec);
+  } catch (const Error& e) {
+    return "not loadable: " + e.message();
   }
-  if (j.contains("added_tokens") && j["added_tokens"].is_array())
-    for (const auto& t : j["added_tokens"])
-      if (t.is_object() && t.contains("id") && t["id"].is_number_integer()) ids.insert(t["id"].get<int64_t>());
-  return type + " (tokenizer.json), vocab " + std::to_string(ids.size());
-}
-
-std::string gguf_tokenizer(const GgufFile& g) {
-  if (!g.has("tokenizer.ggml.model")) return "none found";
-  std::string out = g.get_string("tokenizer.ggml.model") + " (tokenizer.ggml.model)";
-  if (g.has("tokenizer.ggml.pre")) out += ", pre " + g.get_string("tokenizer.ggml.pre");
-  if (const GgufValue* t = g.find("tokenizer.ggml.tokens")) out += ", vocab " + std::to_string(t->array.size());
-  return out;
+  if (!tok) return "none found (prompts must be token ids)";
+  std::vector<std::string> eos;
+  for (int32_t id : tok->eos_ids()) eos.push_back(std::to_string(id));
+  return tok->kind() + (fs::is_directory(path) ? " (tokenizer.json)" : " (tokenizer.ggml.*)") + ", vocab " +
+         std::to_string(tok->vocab_size()) + ", bos " + std::to_string(tok->bos_id()) + ", eos " +
+         (eos.empty() ? std::string("-") : join(eos, ","));
 }
 
 void print_spec(const std::string& path) {
@@ -116,10 +97,10 @@ int run_inspect_command(const Args& args) {
     std::cout << "format: GGUF v" << g.version() << ", " << g.metadata().size() << " metadata keys, alignment "
               << g.alignment() << "\n";
     if (g.has("general.name")) std::cout << "name: " << g.get_string("general.name") << "\n";
-    std::cout << "tokenizer: " << gguf_tokenizer(g) << "\n";
+    std::cout << "tokenizer: " << tokenizer_text(path) << "\n";
   } else {
     CONVEYOR_CHECK(fs::is_directory(path), "'", path, "' is neither an HF model directory nor a .gguf file");
-    std::cout << "format: HF directory\ntokenizer: " << hf_tokenizer(path) << "\n";
+    std::cout << "format: HF directory\ntokenizer: " << tokenizer_text(path) << "\n";
   }
   print_spec(path);
   if (!vm.count("no-tensors")) print_tensors(*open_weight_source(path));

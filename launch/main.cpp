@@ -19,6 +19,7 @@ const char* kUsage =
     "commands:\n"
     "  doctor     pre-flight check of ranks, GPUs and links (run under mpirun/srun)\n"
     "  config     print the effective configuration (--print)\n"
+    "  plan       layer partition, memory and predicted bubble of a layout (no GPU)\n"
     "  inspect    show a model's spec, tensors and tokenizer (HF directory or .gguf)\n"
     "  --version  print the version\n\n"
     "Run `conveyor <command> --help` for the options of a command.\n";
@@ -35,6 +36,7 @@ int dispatch(int argc, char** argv) {
     return 0;
   }
   if (cmd == "config") return conveyor::run_config_command(args);
+  if (cmd == "plan") return conveyor::run_plan_command(args);
   if (cmd == "doctor") return conveyor::run_doctor_command(args, &argc, &argv);
   if (cmd == "inspect") return conveyor::run_inspect_command(args);
   CONVEYOR_THROW("unknown command '", cmd, "'",

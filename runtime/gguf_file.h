@@ -15,6 +15,9 @@
 
 namespace conveyor {
 
+class Tokenizer;
+struct GgufTokenizerMetadata;
+
 enum class GgufValueType : uint32_t {
   kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
   kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
@@ -114,5 +117,14 @@ class GgufFile {
   std::map<std::string, size_t> index_;         // key -> metadata position
   std::map<std::string, size_t> tensor_index_;  // name -> tensors position
 };
+
+// The tokenizer.ggml.* keys of a file (defined in tokenizer_gguf.cpp, beside the tokenizer they build).
+// Throws naming the file and the key when one is absent, of the wrong type or out of range.
+GgufTokenizerMetadata gguf_tokenizer_metadata(const GgufFile& gguf);
+// Whether the file carries a vocabulary (tokenizer.ggml.tokens, model not "none"); converters write
+// tokenizer.ggml.model alone for files without one.
+bool gguf_has_tokenizer(const GgufFile& gguf);
+// The file's tokenizer; errors name the file. Call only when gguf_has_tokenizer(gguf).
+Tokenizer tokenizer_from_gguf(const GgufFile& gguf);
 
 }  // namespace conveyor

@@ -100,6 +100,29 @@ RopeScaling parse_rope_scaling(const json& c, const std::string& src) {
   return rs;
 }
 
+// transformers 5 writes rope_theta and the scaling into one `rope_parameters` object (rope_type
+// "default" when unscaled) instead of top-level rope_theta + rope_scaling. Kept apart from
+// parse_rope_scaling so that the older keys keep their own reader; the scaling fields are the same.
+void apply_rope_parameters(const json& c, ModelSpec& s, const std::string& src) {
+  if (!has_value(c, "rope_parameters")) return;
+  const json& r = c["rope_parameters"];
+  const std::string where = src + ": rope_parameters";
+  CONVEYOR_CHECK(r.is_object(), where, " must be an object or null, found ", r.dump());
+  CONVEYOR_CHECK(r.contains("rope_type") || r.contains("rope_theta"), where, " has neither rope_type nor rope_theta ",
+                 "(per-layer-type rope parameters are not implemented): ", r.dump());
+  const double prf = get_num(r, "partial_rotary_factor", where, 1.0);
+  CONVEYOR_CHECK(prf == 1.0, where, ".partial_rotary_factor ", prf, " (partial rotary) is not implemented");
+  if (has_value(c, "rope_scaling")) {  // both written: they must agree, or one would be ignored
+    const json& old = c["rope_scaling"];
+    std::string old_type = old.is_object() ? old.value("rope_type", old.value("type", std::string())) : "";
+    if (old_type.empty()) old_type = "default";
+    CONVEYOR_CHECK(old_type == r.value("rope_type", std::string("default")), src,
+                   ": rope_scaling and rope_parameters disagree on the rope type; keep one of them");
+  }
+  s.rope_theta = get_num(r, "rope_theta", where, s.rope_theta);
+  s.rope_scaling = parse_rope_scaling(json{{"rope_scaling", r}}, src + " (rope_parameters)");
+}
+
 // Features whose presence would change the math: refuse instead of running a different model.
 void refuse_unimplemented(const json& c, Architecture arch, const std::string& src) {
   std::string act = c.value("hidden_act", std::string("silu"));
@@ -180,6 +203,7 @@ ModelSpec model_spec_from_config_json(const json& c, const std::string& src) {
   s.rms_norm_eps = get_num(c, "rms_norm_eps", src, 1e-6);
   s.rope_theta = get_num(c, "rope_theta", src, 10000.0);
   s.rope_scaling = parse_rope_scaling(c, src);
+  apply_rope_parameters(c, s, src);
   s.max_position_embeddings = get_int(c, "max_position_embeddings", src);
   s.sliding_window = parse_sliding_window(c, s.architecture, s.max_position_embeddings, src);
   s.tie_word_embeddings = get_bool(c, "tie_word_embeddings", src, false);

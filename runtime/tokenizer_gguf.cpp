@@ -2,11 +2,14 @@
 // converts a GGUF tokenizer: "gpt2" -> byte-level BPE with the split regex its `pre` names,
 // "llama" -> SentencePiece-style BPE (Metaspace, byte fallback) whose merges come from the file or,
 // when absent, from the token scores. CONTROL tokens become special added tokens.
+// gguf_tokenizer_metadata() reads those keys from a GgufFile through its typed getters.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
 #include "runtime/error.h"
+#include "runtime/gguf_file.h"
 #include "runtime/strings.h"
 #include "runtime/tokenizer.h"
 #include "runtime/tokenizer_byte_level.h"
@@ -141,7 +144,57 @@ void add_gguf_added_tokens(const GgufTokenizerMetadata& m, const std::vector<std
   }
 }
 
+// A token id key: absent (or -1, as some converters write) means none. Other values must fit an id.
+int32_t read_token_id(const GgufFile& g, const std::string& key) {
+  if (!g.has(key)) return -1;
+  const int64_t id = g.get_i64(key);
+  if (id == -1) return -1;
+  CONVEYOR_CHECK(id >= 0 && id < std::numeric_limits<int32_t>::max(), "GGUF file '", g.path(), "': key '", key,
+                 "' holds ", id, ", which is not a token id; the file's tokenizer metadata is corrupt");
+  return static_cast<int32_t>(id);
+}
+
 }  // namespace
+
+GgufTokenizerMetadata gguf_tokenizer_metadata(const GgufFile& g) {
+  const std::string p = "tokenizer.ggml.";
+  GgufTokenizerMetadata m;
+  m.model = g.get_string(p + "model");
+  if (g.has(p + "pre")) m.pre = g.get_string(p + "pre");
+  m.tokens = g.get_string_array(p + "tokens");
+  if (g.has(p + "token_type")) m.token_type = g.get_i32_array(p + "token_type");
+  if (g.has(p + "scores")) m.scores = g.get_f32_array(p + "scores");
+  if (g.has(p + "merges")) m.merges = g.get_string_array(p + "merges");
+  m.bos_id = read_token_id(g, p + "bos_token_id");
+  m.eos_id = read_token_id(g, p + "eos_token_id");
+  m.unk_id = read_token_id(g, p + "unknown_token_id");
+  m.pad_id = read_token_id(g, p + "padding_token_id");
+  for (const char* k : {"eot_token_id", "eom_token_id"}) {
+    const int32_t id = read_token_id(g, p + k);
+    if (id >= 0) m.eot_ids.push_back(id);
+  }
+  if (g.has(p + "add_bos_token")) m.add_bos_token = g.get_bool(p + "add_bos_token");
+  if (g.has(p + "add_space_prefix")) m.add_space_prefix = g.get_bool(p + "add_space_prefix");
+  // An EOS appended to every prompt changes the ids; refuse rather than encode differently.
+  CONVEYOR_CHECK(!g.has(p + "add_eos_token") || !g.get_bool(p + "add_eos_token"), "GGUF file '", g.path(),
+                 "': tokenizer.ggml.add_eos_token is true, which conveyor's tokenizer does not implement; ",
+                 "pass a tokenizer.json with --tokenizer instead");
+  return m;
+}
+
+bool gguf_has_tokenizer(const GgufFile& g) {
+  if (!g.has("tokenizer.ggml.tokens")) return false;
+  return !g.has("tokenizer.ggml.model") || g.get_string("tokenizer.ggml.model") != "none";
+}
+
+Tokenizer tokenizer_from_gguf(const GgufFile& g) {
+  const GgufTokenizerMetadata m = gguf_tokenizer_metadata(g);
+  try {
+    return Tokenizer::from_gguf_metadata(m);
+  } catch (const Error& e) {
+    CONVEYOR_THROW("GGUF file '", g.path(), "': ", e.message());
+  }
+}
 
 Tokenizer Tokenizer::from_gguf_metadata(const GgufTokenizerMetadata& m) {
   check_metadata(m);

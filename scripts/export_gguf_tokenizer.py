@@ -6,6 +6,9 @@
     # GGUF-style metadata ("llama" model: tokens, scores, token types) for one of our SentencePiece-style
     # tokenizer.json files, plus HF's conversion of that metadata:
     python3 scripts/export_gguf_tokenizer.py from-json sp_bpe.json META.json --hf-out sp_bpe_gguf.json
+    # the same metadata as a real (tensor-less) GGUF file, for the C++ GGUF reader's tests:
+    python3 scripts/export_gguf_tokenizer.py from-json tests/data/tokenizer/sp_bpe.json /tmp/meta.json \
+        --gguf-out tests/data/tokenizer/sp_bpe_tokenizer.gguf
 
 META.json holds the keys without the "tokenizer.ggml." prefix (model, pre, tokens, token_type, scores,
 merges, bos_token_id, ...) and "architecture"; the C++ test fills GgufTokenizerMetadata from it.
@@ -78,18 +81,50 @@ def hf_from_meta(meta):
     return Tokenizer.from_str(tok.to_str())
 
 
+def write_gguf(meta, path):
+    """META as tokenizer.ggml.* keys of a GGUF file with no tensors (types as llama.cpp writes them)."""
+    import gguf
+    w = gguf.GGUFWriter(path, meta["architecture"])
+    w.add_tokenizer_model(meta["model"])
+    if meta.get("pre"):
+        w.add_tokenizer_pre(meta["pre"])
+    w.add_token_list(meta["tokens"])
+    if "token_type" in meta:
+        w.add_token_types(meta["token_type"])
+    if "scores" in meta:
+        w.add_token_scores(meta["scores"])
+    if meta.get("merges"):
+        w.add_token_merges(meta["merges"])
+    for key, add in (("bos_token_id", w.add_bos_token_id), ("eos_token_id", w.add_eos_token_id),
+                     ("unknown_token_id", w.add_unk_token_id), ("padding_token_id", w.add_pad_token_id)):
+        if key in meta:
+            add(meta[key])
+    for key, add in (("add_bos_token", w.add_add_bos_token), ("add_eos_token", w.add_add_eos_token),
+                     ("add_space_prefix", w.add_add_space_prefix)):
+        if key in meta:
+            add(meta[key])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["from-gguf", "from-json"])
     ap.add_argument("src")
     ap.add_argument("meta_out")
     ap.add_argument("--hf-out")
+    ap.add_argument("--gguf-out")
     args = ap.parse_args()
     meta = read_gguf(args.src) if args.mode == "from-gguf" else meta_from_sp_json(args.src)
     meta.pop("chat_template", None)
     with open(args.meta_out, "w", encoding="utf-8") as f:
         json.dump(meta, f, ensure_ascii=False, separators=(",", ":"))
     print(f"wrote {args.meta_out}: model {meta['model']}, pre {meta.get('pre')}, {len(meta['tokens'])} tokens")
+    if args.gguf_out:
+        write_gguf(meta, args.gguf_out)
+        print(f"wrote {args.gguf_out}")
     if args.hf_out:
         hf_from_meta(meta).save(args.hf_out, pretty=False)
         print(f"wrote {args.hf_out}")

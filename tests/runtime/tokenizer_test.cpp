@@ -1,9 +1,12 @@
 // Exact agreement with HF `tokenizers` on the whole corpus (tests/data/tokenizer): SmolLM2 from its
-// tokenizer.json and from its GGUF metadata, our SentencePiece-style tokenizer from its tokenizer.json
-// and from GGUF-style metadata. Every id of every string is compared; decode is checked too.
+// tokenizer.json and from the real GGUF file read by our GGUF reader, our SentencePiece-style tokenizer
+// from its tokenizer.json and from GGUF-style metadata. Every id of every string is compared; decode
+// is checked too.
 #include <gtest/gtest.h>
 
+#include "runtime/gguf_file.h"
 #include "runtime/tokenizer.h"
+#include "tests/runtime/formats_test_util.h"
 #include "tests/runtime/tokenizer_test_util.h"
 
 namespace conveyor::testing {
@@ -52,13 +55,16 @@ TEST(Tokenizer, SmolLM2FromTokenizerJsonMatchesHF) {
   check_corpus(tok, "smollm2_expected.jsonl", "SmolLM2 tokenizer.json");
 }
 
-TEST(Tokenizer, SmolLM2FromGgufMetadataMatchesHF) {
-  const Tokenizer tok = Tokenizer::from_gguf_metadata(load_gguf_metadata(cached_file("smollm2_gguf_tokenizer.json")));
+// The real SmolLM2 GGUF through GgufFile and gguf_tokenizer_metadata (no Python-side dump involved).
+TEST(Tokenizer, SmolLM2FromGgufFileMatchesHF) {
+  const std::string path = test_model_path();
+  CONVEYOR_REQUIRE_TEST_MODEL(path);
+  const Tokenizer tok = tokenizer_from_gguf(GgufFile(path));
   EXPECT_EQ(tok.kind(), "byte-level BPE");
   EXPECT_EQ(tok.vocab_size(), 49152);
   EXPECT_EQ(tok.bos_id(), 1);
   EXPECT_EQ(tok.eos_ids(), std::vector<int32_t>{2});
-  check_corpus(tok, "smollm2_expected.jsonl", "SmolLM2 GGUF metadata");
+  check_corpus(tok, "smollm2_expected.jsonl", "SmolLM2 GGUF file (our reader)");
 }
 
 TEST(Tokenizer, SentencePieceFromTokenizerJsonMatchesHF) {
@@ -96,7 +102,9 @@ TEST(Tokenizer, MetaspaceVariantMatchesHF) {
 
 // tokenizer.ggml.pre "llama-bpe" maps to the Llama-3 regex (SmolLM2's vocabulary under it).
 TEST(Tokenizer, GgufPreLlamaBpeMatchesHF) {
-  GgufTokenizerMetadata meta = load_gguf_metadata(cached_file("smollm2_gguf_tokenizer.json"));
+  const std::string path = test_model_path();
+  CONVEYOR_REQUIRE_TEST_MODEL(path);
+  GgufTokenizerMetadata meta = gguf_tokenizer_metadata(GgufFile(path));
   meta.pre = "llama-bpe";
   check_corpus(Tokenizer::from_gguf_metadata(meta), "smollm2_gguf_pre_llama-bpe_expected.jsonl", "GGUF pre llama-bpe");
 }
