@@ -72,13 +72,15 @@ Architecture parse_architecture(const json& c, const std::string& src) {
                  "; conveyor runs llama, mistral and qwen2 architectures");
 }
 
-RopeScaling parse_rope_scaling(const json& c, const std::string& src) {
+// `key` is "rope_scaling" (transformers 4) or "rope_parameters" (transformers 5, which also moves
+// rope_theta inside it); both hold the same type and factors.
+RopeScaling parse_rope_scaling(const json& c, const std::string& key, const std::string& src) {
   RopeScaling rs;
-  if (!has_value(c, "rope_scaling")) return rs;
-  const json& r = c["rope_scaling"];
-  CONVEYOR_CHECK(r.is_object(), src, ": rope_scaling must be an object or null, found ", r.dump());
+  if (!has_value(c, key.c_str())) return rs;
+  const json& r = c[key];
+  CONVEYOR_CHECK(r.is_object(), src, ": ", key, " must be an object or null, found ", r.dump());
   std::string type = r.value("rope_type", r.value("type", std::string()));
-  std::string where = src + ": rope_scaling";
+  std::string where = src + ": " + key;
   if (type == "default" || type.empty()) return rs;
   rs.factor = get_num(r, "factor", where, 0.0);
   CONVEYOR_CHECK(rs.factor > 0, where, ".factor must be > 0, found ", r.value("factor", json()).dump());
@@ -120,7 +122,7 @@ void apply_rope_parameters(const json& c, ModelSpec& s, const std::string& src) 
                    ": rope_scaling and rope_parameters disagree on the rope type; keep one of them");
   }
   s.rope_theta = get_num(r, "rope_theta", where, s.rope_theta);
-  s.rope_scaling = parse_rope_scaling(json{{"rope_scaling", r}}, src + " (rope_parameters)");
+  s.rope_scaling = parse_rope_scaling(c, "rope_parameters", src);
 }
 
 // Features whose presence would change the math: refuse instead of running a different model.
@@ -202,7 +204,7 @@ ModelSpec model_spec_from_config_json(const json& c, const std::string& src) {
   s.vocab = get_int(c, "vocab_size", src);
   s.rms_norm_eps = get_num(c, "rms_norm_eps", src, 1e-6);
   s.rope_theta = get_num(c, "rope_theta", src, 10000.0);
-  s.rope_scaling = parse_rope_scaling(c, src);
+  s.rope_scaling = parse_rope_scaling(c, "rope_scaling", src);
   apply_rope_parameters(c, s, src);
   s.max_position_embeddings = get_int(c, "max_position_embeddings", src);
   s.sliding_window = parse_sliding_window(c, s.architecture, s.max_position_embeddings, src);
@@ -373,10 +375,6 @@ ModelSpec load_model_spec(const std::string& path) {
 
 void ModelSpec::check_context(int64_t max_model_len) const {
   CONVEYOR_CHECK(max_model_len > 0, "max model length must be positive, found ", max_model_len);
-  if (sliding_window)
-    CONVEYOR_CHECK(max_model_len <= *sliding_window, source, ": the model uses a sliding attention window of ",
-                   *sliding_window, " tokens, which conveyor does not implement; set the max model length to at most ",
-                   *sliding_window, " (asked for ", max_model_len, ")");
   CONVEYOR_CHECK(max_model_len <= max_position_embeddings, source, ": max model length ", max_model_len,
                  " exceeds the model's max_position_embeddings ", max_position_embeddings, "; lower it");
 }

@@ -1,7 +1,7 @@
 // ModelSpec: the shape and numerics of a decoder-only model (llama, mistral, qwen2), read from an HF
 // directory (config.json + generation_config.json), from GGUF metadata, or from a configs/models/*.yaml
 // preset with config.json's keys. Anything conveyor does not implement (unknown rope type, partial
-// rotary, attention bias on llama, a sliding window that would be used) is refused here, by name,
+// rotary, attention bias on llama) is refused here, by name,
 // rather than silently run wrong. Invariant after parsing: heads % kv_heads == 0, all sizes > 0.
 #pragma once
 
@@ -52,7 +52,7 @@ struct ModelSpec {
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
   int64_t max_position_embeddings = 0;
-  std::optional<int64_t> sliding_window;  // set only when the model would use one
+  std::optional<int64_t> sliding_window;  // set only when the model would use one (attention masks it)
   bool tie_word_embeddings = false;
   bool qkv_bias = false;  // qwen2
   std::optional<int64_t> bos_token_id;
@@ -61,8 +61,7 @@ struct ModelSpec {
   GenerationDefaults generation;
   std::string source;  // where it came from, for messages
 
-  // Refuses a context length the model cannot serve correctly: longer than max_position_embeddings,
-  // or longer than a sliding window conveyor does not implement.
+  // Refuses a context length longer than max_position_embeddings.
   void check_context(int64_t max_model_len) const;
 
   int64_t q_size() const { return heads * head_dim; }

@@ -147,9 +147,7 @@ TEST(ModelSpec, MistralSlidingWindowLimitsTheContext) {
   ModelSpec s = parse(c);
   EXPECT_EQ(s.architecture, Architecture::kMistral);
   ASSERT_TRUE(s.sliding_window.has_value());
-  s.check_context(4096);
-  expect_error([&] { s.check_context(4097); }, "sliding attention window of 4096 tokens");
-  expect_error([&] { s.check_context(40000); }, "sliding attention window");
+  s.check_context(32768);  // the window is applied by attention, so any length up to the positions runs
   c["sliding_window"] = nullptr;  // Mistral 7B v0.2+: no window
   ModelSpec n = parse(c);
   EXPECT_FALSE(n.sliding_window.has_value());

@@ -1,0 +1,26 @@
+// The self-attention block of a Llama-family layer: column-parallel Q, K, V projections (with bias
+// on qwen2), rotary embedding, paged attention over this layer's KV pool, row-parallel O projection
+// (whose all-reduce makes the output whole on every TP rank).
+#pragma once
+
+#include "runtime/communicator.h"
+#include "stages/architecture.h"
+#include "stages/parallel_linear.h"
+#include "stages/weight_bank.h"
+
+namespace conveyor {
+
+class Attention {
+ public:
+  Attention(const ModelTraits& traits, int layer, WeightBank& weights, Communicator* tp);
+  // x: normed hidden states [tokens, hidden]; returns [tokens, hidden].
+  Tensor forward(Ops& ops, const TensorView& x, const KvLayerView& cache) const;
+
+ private:
+  ColumnParallelLinear q_, k_, v_;
+  RowParallelLinear o_;
+  AttentionConfig config_;
+  RopeParams rope_;
+};
+
+}  // namespace conveyor

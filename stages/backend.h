@@ -1,0 +1,125 @@
+// The compute backend the model code runs on: tensor views, backend-owned tensors, and the ops of a
+// Llama-family decoder (`Ops`). The CPU implementation (cpu_ops.h) calls kernels/cpu; a CUDA one
+// implements the same interface over device memory. Model code (attention, MLP, layers, stage) sees
+// only this header, so it never knows where its tensors live. Per-step metadata (token ids,
+// positions, block tables) is handed over once per step by set_batch and read by the ops that need it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/dtype.h"
+#include "runtime/host_tensor.h"
+
+namespace conveyor {
+
+// A 2-D row-major view [rows, cols] (contiguous) of backend memory. Activations and weights are
+// fp32 on the CPU backend; dtype lets a GPU backend hold bf16/f16 behind the same views.
+struct TensorView {
+  void* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  DType dtype = DType::kF32;
+  int64_t numel() const { return rows * cols; }
+  float* f32() const { return static_cast<float*>(data); }
+};
+
+// A tensor owned by the backend (host or device memory); cheap to move, freed with its last copy.
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(std::shared_ptr<void> storage, TensorView view) : storage_(std::move(storage)), view_(view) {}
+  const TensorView& view() const { return view_; }
+  int64_t rows() const { return view_.rows; }
+  int64_t cols() const { return view_.cols; }
+  bool empty() const { return view_.data == nullptr; }
+
+ private:
+  std::shared_ptr<void> storage_;
+  TensorView view_;
+};
+
+// Rotary embedding settings, spelled out here (not ModelSpec's) so backends need no model header.
+enum class RopeKind { kDefault, kLinear, kLlama3, kDynamic };
+struct RopeParams {
+  int head_dim = 0;
+  double theta = 10000.0;
+  RopeKind kind = RopeKind::kDefault;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int original_max_position_embeddings = 0;  // llama3
+  int max_position_embeddings = 0;           // dynamic NTK rescales past it
+};
+
+// One step's tokens as the host describes them; set_batch copies what the backend needs.
+struct BatchInfo {
+  std::vector<int32_t> token_ids;     // [tokens]; empty on stages without the embedding
+  std::vector<int32_t> positions;     // [tokens]
+  std::vector<int32_t> query_start;   // [num_seqs + 1]
+  std::vector<int32_t> block_tables;  // [num_seqs, max_blocks], padded with -1
+  int max_blocks = 0;
+  // Per sequence: the seq_len dynamic NTK rope sees, i.e. the sequence's last new position + 1.
+  std::vector<int32_t> rope_seq_len;
+  std::vector<int32_t> logit_rows;    // rows (tokens) whose hidden state becomes logits, in plan order
+  int num_seqs() const { return static_cast<int>(query_start.size()) - 1; }
+  int num_tokens() const { return static_cast<int>(positions.size()); }
+};
+
+// One layer's K and V pools, shaped as kernels/cpu/attention.h describes.
+struct KvLayerView {
+  float* k = nullptr;
+  float* v = nullptr;
+  PagedKvShape shape;
+};
+
+struct AttentionConfig {
+  int n_heads = 0;         // this rank's query heads
+  int n_kv_heads = 0;      // this rank's KV heads
+  int head_dim = 0;
+  float scale = 0.f;       // 1/sqrt(head_dim)
+  int sliding_window = 0;  // 0: none
+};
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+
+  // Memory. adopt takes a loaded weight (the CPU backend keeps its buffer; a GPU one uploads it) as
+  // [rows, cols] where cols is the last dimension (1-D weights are [1, n]).
+  virtual Tensor empty(int64_t rows, int64_t cols) = 0;
+  virtual Tensor adopt(HostTensor&& weight) = 0;
+  virtual Tensor upload(const float* host, int64_t rows, int64_t cols) = 0;
+  virtual void download(const TensorView& t, float* host) = 0;  // host holds t.numel() floats
+
+  // The step's metadata; every op below that reads ids, positions or block tables uses the last one.
+  virtual void set_batch(const BatchInfo& batch) = 0;
+  const BatchInfo& batch() const { return batch_; }
+
+  // out[t] = table[ids[t] - vocab_start] for ids inside the shard, zeros elsewhere.
+  virtual void embedding(const TensorView& out, const TensorView& table, int vocab_size, int vocab_start) = 0;
+  virtual void rms_norm(const TensorView& out, const TensorView& x, const TensorView& weight, float eps) = 0;
+  // residual += x; out = rmsnorm(residual) * weight.
+  virtual void fused_add_rms_norm(const TensorView& out, const TensorView& x, const TensorView& residual,
+                                  const TensorView& weight, float eps) = 0;
+  // out = x W^T (+ bias); w is [out_features, in_features], bias [1, out_features] or empty.
+  virtual void linear(const TensorView& out, const TensorView& x, const TensorView& w, const TensorView& bias) = 0;
+  // Rotates q [tokens, n_heads * head_dim] and k [tokens, n_kv_heads * head_dim] in place.
+  virtual void rope(const TensorView& q, const TensorView& k, int n_heads, int n_kv_heads, const RopeParams& p) = 0;
+  // Writes k, v into the cache, then out = attention of q over each sequence's cached positions.
+  virtual void attention(const TensorView& out, const TensorView& q, const TensorView& k, const TensorView& v,
+                         const KvLayerView& cache, const AttentionConfig& cfg) = 0;
+  // out [tokens, inter] = silu(gate) * up of gate_up [tokens, 2 * inter] (gate | up).
+  virtual void silu_mul(const TensorView& out, const TensorView& gate_up) = 0;
+  virtual void add(const TensorView& out, const TensorView& a, const TensorView& b) = 0;  // may alias
+  // out[i] = x[batch().logit_rows[i]].
+  virtual void gather_logit_rows(const TensorView& out, const TensorView& x) = 0;
+
+ protected:
+  BatchInfo batch_;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,69 @@
+// CpuModelRunner and make_cpu_model_runner (see cpu_model_runner.h). Dynamic NTK rope: each sequence
+// rotates its new tokens with seq_len = its last new position + 1, which is what transformers does
+// for a whole-prompt prefill and for every decode step; a prefill split into chunks past
+// max_position_embeddings therefore rotates earlier chunks with a smaller base than one prefill
+// would (transformers itself does the same when fed chunks).
+#include "stages/cpu_model_runner.h"
+
+#include <cmath>
+#include <utility>
+
+#include "runtime/config.h"
+#include "runtime/error.h"
+#include "runtime/weight_loader.h"
+#include "runtime/weights_dummy.h"
+#include "stages/cpu_ops.h"
+
+namespace conveyor {
+
+CpuModelRunner::CpuModelRunner(const ModelSpec& spec, WeightSet&& weights, int num_blocks, int block_size)
+    : spec_(spec), ops_(make_cpu_ops()) {
+  CONVEYOR_CHECK(num_blocks > 0 && block_size > 0, "CPU runner: need at least one KV block of at least one token, got ",
+                 num_blocks, " blocks of ", block_size);
+  const WeightShare share = WeightShare::whole_model(spec);
+  PagedKvShape shape;
+  shape.num_blocks = num_blocks;
+  shape.block_size = block_size;
+  shape.n_kv_heads = static_cast<int>(spec.kv_heads);
+  shape.head_dim = static_cast<int>(spec.head_dim);
+  cache_ = std::make_unique<KvCache>(0, static_cast<int>(spec.layers), shape);
+  stage_ = std::make_unique<StageModel>(spec_, share, std::move(weights), *ops_, *cache_, nullptr);
+}
+
+void CpuModelRunner::forward(const StepPlan& plan, std::vector<float>* logits) {
+  CONVEYOR_CHECK(logits != nullptr, "CPU runner: forward needs a logits output");
+  stage_->forward(plan, Tensor(), logits);
+}
+
+int cpu_kv_blocks(const Config& cfg, const ModelSpec& spec) {
+  const int block_size = static_cast<int>(cfg.get_int("cache.block_size"));
+  if (cfg.get_int("cache.num_blocks") > 0) return static_cast<int>(cfg.get_int("cache.num_blocks"));
+  const double gib = cfg.get_float("cache.cpu_kv_cache_space");
+  const auto budget = static_cast<size_t>(gib * 1024.0 * 1024.0 * 1024.0);
+  const int blocks = KvCache::blocks_that_fit(budget, static_cast<int>(spec.layers), block_size,
+                                              static_cast<int>(spec.kv_heads), static_cast<int>(spec.head_dim));
+  CONVEYOR_CHECK(blocks > 0, "cache.cpu_kv_cache_space = ", gib, " GiB holds no KV block of ", block_size,
+                 " tokens for ", spec.source, " (one block takes ",
+                 KvCache::bytes_per_block(static_cast<int>(spec.layers), block_size, static_cast<int>(spec.kv_heads),
+                                          static_cast<int>(spec.head_dim)),
+                 " bytes); raise cache.cpu_kv_cache_space or set cache.num_blocks");
+  return blocks;
+}
+
+std::unique_ptr<ModelRunner> make_cpu_model_runner(const Config& cfg, const ModelSpec& spec) {
+  const WeightShare share = WeightShare::whole_model(spec);
+  WeightSet weights;
+  if (cfg.get_string("model.load_format") == "dummy") {
+    weights = make_dummy_weights(spec, share, static_cast<uint64_t>(cfg.get_int("runtime.seed")));
+  } else {
+    const std::string& path = cfg.get_string("model.path");
+    CONVEYOR_CHECK(!path.empty(), "model.path is empty: give a model directory or .gguf file (--model), or use "
+                   "--load-format dummy with --model-config");
+    std::unique_ptr<WeightSource> source = open_weight_source(path);
+    weights = WeightLoader(spec, *source).load_share(share);
+  }
+  return std::make_unique<CpuModelRunner>(spec, std::move(weights), cpu_kv_blocks(cfg, spec),
+                                          static_cast<int>(cfg.get_int("cache.block_size")));
+}
+
+}  // namespace conveyor

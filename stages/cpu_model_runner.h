@@ -1,0 +1,36 @@
+// CpuModelRunner: the whole model on one rank over the CPU backend, a single StageModel owning all
+// layers, with its KV cache in host memory. make_cpu_model_runner (declared in model_runner.h) builds
+// it from the config; the constructor is public for tests that bring their own weights.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "runtime/kv_cache.h"
+#include "stages/backend.h"
+#include "stages/model_runner.h"
+#include "stages/stage_model.h"
+
+namespace conveyor {
+
+class CpuModelRunner final : public ModelRunner {
+ public:
+  CpuModelRunner(const ModelSpec& spec, WeightSet&& weights, int num_blocks, int block_size);
+
+  const ModelSpec& spec() const override { return spec_; }
+  int num_kv_blocks() const override { return cache_->shape().num_blocks; }
+  int block_size() const override { return cache_->shape().block_size; }
+  void forward(const StepPlan& plan, std::vector<float>* logits) override;
+
+ private:
+  ModelSpec spec_;
+  std::unique_ptr<Ops> ops_;
+  std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<StageModel> stage_;
+};
+
+// KV blocks for the whole model: cache.num_blocks when > 0, else as many as cache.cpu_kv_cache_space
+// GiB hold. Throws when not even one block fits.
+int cpu_kv_blocks(const Config& cfg, const ModelSpec& spec);
+
+}  // namespace conveyor

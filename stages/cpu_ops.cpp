@@ -1,0 +1,209 @@
+// CPU implementation of Ops (see backend.h). Shapes are checked here, once per op, so a wiring
+// mistake in model code is an Error naming the op rather than a silent out-of-bounds read.
+// Only this file of stages/ includes kernels/cpu/rope.h: its RopeScaling shares a name with
+// ModelSpec's, so the two headers must not meet in one translation unit.
+#include "stages/cpu_ops.h"
+
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "kernels/cpu/add.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/rms_norm.h"
+#include "kernels/cpu/rope.h"
+#include "kernels/cpu/silu_mul.h"
+#include "runtime/error.h"
+
+namespace conveyor {
+namespace {
+
+void check_f32(const TensorView& t, const char* op, const char* what) {
+  CONVEYOR_CHECK(t.dtype == DType::kF32 && t.data != nullptr, "cpu ", op, ": ", what,
+                 " must be a non-empty f32 tensor (got ", dtype_name(t.dtype), ")");
+}
+
+void check_shape(const TensorView& t, int64_t rows, int64_t cols, const char* op, const char* what) {
+  check_f32(t, op, what);
+  CONVEYOR_CHECK(t.rows == rows && t.cols == cols, "cpu ", op, ": ", what, " is [", t.rows, ", ", t.cols,
+                 "], expected [", rows, ", ", cols, "]");
+}
+
+RopeScaling to_kernel_scaling(const RopeParams& p) {
+  RopeScaling s;
+  switch (p.kind) {
+    case RopeKind::kDefault: s.type = RopeScalingType::kNone; break;
+    case RopeKind::kLinear: s.type = RopeScalingType::kLinear; break;
+    case RopeKind::kLlama3: s.type = RopeScalingType::kLlama3; break;
+    case RopeKind::kDynamic: s.type = RopeScalingType::kDynamic; break;
+  }
+  s.factor = static_cast<float>(p.factor);
+  s.low_freq_factor = static_cast<float>(p.low_freq_factor);
+  s.high_freq_factor = static_cast<float>(p.high_freq_factor);
+  s.original_max_position_embeddings = p.original_max_position_embeddings;
+  return s;
+}
+
+bool same_rope(const RopeParams& a, const RopeParams& b) {
+  return a.head_dim == b.head_dim && a.theta == b.theta && a.kind == b.kind && a.factor == b.factor &&
+         a.low_freq_factor == b.low_freq_factor && a.high_freq_factor == b.high_freq_factor &&
+         a.original_max_position_embeddings == b.original_max_position_embeddings &&
+         a.max_position_embeddings == b.max_position_embeddings;
+}
+
+class CpuOps final : public Ops {
+ public:
+  Tensor empty(int64_t rows, int64_t cols) override {
+    auto buf = std::make_shared<std::vector<float>>(static_cast<size_t>(rows * cols));
+    return Tensor(buf, TensorView{buf->data(), rows, cols, DType::kF32});
+  }
+
+  Tensor adopt(HostTensor&& w) override {
+    CONVEYOR_CHECK(!w.shape.empty() && w.shape.size() <= 2, "cpu adopt: weight '", w.name, "' has ",
+                   w.shape.size(), " dimensions, expected 1 or 2");
+    int64_t cols = w.shape.back();
+    int64_t rows = w.shape.size() == 2 ? w.shape[0] : 1;
+    auto buf = std::make_shared<std::vector<float>>(std::move(w.data));
+    CONVEYOR_CHECK(static_cast<int64_t>(buf->size()) == rows * cols, "cpu adopt: weight '", w.name, "' holds ",
+                   buf->size(), " values for shape [", rows, ", ", cols, "]");
+    return Tensor(buf, TensorView{buf->data(), rows, cols, DType::kF32});
+  }
+
+  Tensor upload(const float* host, int64_t rows, int64_t cols) override {
+    Tensor t = empty(rows, cols);
+    std::memcpy(t.view().data, host, static_cast<size_t>(rows * cols) * sizeof(float));
+    return t;
+  }
+
+  void download(const TensorView& t, float* host) override {
+    check_f32(t, "download", "tensor");
+    std::memcpy(host, t.data, static_cast<size_t>(t.numel()) * sizeof(float));
+  }
+
+  void set_batch(const BatchInfo& b) override {
+    CONVEYOR_CHECK(b.query_start.size() >= 1 && b.query_start.back() == b.num_tokens(),
+                   "cpu set_batch: query_start must end at the token count ", b.num_tokens());
+    CONVEYOR_CHECK(b.token_ids.empty() || static_cast<int>(b.token_ids.size()) == b.num_tokens(),
+                   "cpu set_batch: ", b.token_ids.size(), " token ids for ", b.num_tokens(), " positions");
+    CONVEYOR_CHECK(static_cast<int>(b.rope_seq_len.size()) == b.num_seqs() &&
+                       b.block_tables.size() == static_cast<size_t>(b.num_seqs()) * b.max_blocks,
+                   "cpu set_batch: per-sequence arrays do not match ", b.num_seqs(), " sequences");
+    batch_ = b;
+  }
+
+  void embedding(const TensorView& out, const TensorView& table, int vocab_size, int vocab_start) override {
+    CONVEYOR_CHECK(static_cast<int>(batch_.token_ids.size()) == batch_.num_tokens(),
+                   "cpu embedding: the batch carries no token ids");
+    check_shape(out, batch_.num_tokens(), table.cols, "embedding", "out");
+    check_f32(table, "embedding", "table");
+    embedding_ref(out.f32(), batch_.token_ids.data(), table.f32(), static_cast<int>(out.rows),
+                  static_cast<int>(out.cols), vocab_size, vocab_start, vocab_start + static_cast<int>(table.rows));
+  }
+
+  void rms_norm(const TensorView& out, const TensorView& x, const TensorView& w, float eps) override {
+    check_shape(out, x.rows, x.cols, "rms_norm", "out");
+    check_shape(w, 1, x.cols, "rms_norm", "weight");
+    rms_norm_ref(out.f32(), x.f32(), w.f32(), static_cast<int>(x.rows), static_cast<int>(x.cols), eps);
+  }
+
+  void fused_add_rms_norm(const TensorView& out, const TensorView& x, const TensorView& residual,
+                          const TensorView& w, float eps) override {
+    check_shape(out, x.rows, x.cols, "fused_add_rms_norm", "out");
+    check_shape(residual, x.rows, x.cols, "fused_add_rms_norm", "residual");
+    check_shape(w, 1, x.cols, "fused_add_rms_norm", "weight");
+    fused_add_rms_norm_ref(out.f32(), x.f32(), residual.f32(), w.f32(), static_cast<int>(x.rows),
+                           static_cast<int>(x.cols), eps);
+  }
+
+  void linear(const TensorView& out, const TensorView& x, const TensorView& w, const TensorView& bias) override {
+    check_shape(w, out.cols, x.cols, "linear", "weight");
+    check_shape(out, x.rows, w.rows, "linear", "out");
+    if (bias.data) check_shape(bias, 1, w.rows, "linear", "bias");
+    matmul_ref(out.f32(), x.f32(), w.f32(), bias.data ? bias.f32() : nullptr, static_cast<int>(x.rows),
+               static_cast<int>(w.rows), static_cast<int>(x.cols));
+  }
+
+  void rope(const TensorView& q, const TensorView& k, int n_heads, int n_kv_heads, const RopeParams& p) override {
+    const int tokens = batch_.num_tokens();
+    check_shape(q, tokens, static_cast<int64_t>(n_heads) * p.head_dim, "rope", "q");
+    check_shape(k, tokens, static_cast<int64_t>(n_kv_heads) * p.head_dim, "rope", "k");
+    const RopeTable& table = rope_table(p);
+    if (!table.is_dynamic()) {
+      rope_ref(q.f32(), k.f32(), batch_.positions.data(), tokens, n_heads, n_kv_heads, table);
+      return;
+    }
+    // Dynamic NTK: each sequence rotates with its own seq_len (see BatchInfo::rope_seq_len).
+    for (int s = 0; s < batch_.num_seqs(); ++s) {
+      const int begin = batch_.query_start[s];
+      const int n = batch_.query_start[s + 1] - begin;
+      if (n == 0) continue;
+      rope_ref(q.f32() + static_cast<size_t>(begin) * q.cols, k.f32() + static_cast<size_t>(begin) * k.cols,
+               batch_.positions.data() + begin, n, n_heads, n_kv_heads, table, batch_.rope_seq_len[s]);
+    }
+  }
+
+  void attention(const TensorView& out, const TensorView& q, const TensorView& k, const TensorView& v,
+                 const KvLayerView& cache, const AttentionConfig& cfg) override {
+    const int tokens = batch_.num_tokens();
+    check_shape(q, tokens, static_cast<int64_t>(cfg.n_heads) * cfg.head_dim, "attention", "q");
+    check_shape(out, tokens, q.cols, "attention", "out");
+    check_shape(k, tokens, static_cast<int64_t>(cfg.n_kv_heads) * cfg.head_dim, "attention", "k");
+    check_shape(v, tokens, k.cols, "attention", "v");
+    CONVEYOR_CHECK(cache.shape.n_kv_heads == cfg.n_kv_heads && cache.shape.head_dim == cfg.head_dim,
+                   "cpu attention: the KV cache holds ", cache.shape.n_kv_heads, " heads of ", cache.shape.head_dim,
+                   ", the layer has ", cfg.n_kv_heads, " of ", cfg.head_dim);
+    AttentionBatch ab;
+    ab.num_seqs = batch_.num_seqs();
+    ab.query_start = batch_.query_start.data();
+    ab.positions = batch_.positions.data();
+    ab.block_tables = batch_.block_tables.data();
+    ab.max_blocks_per_seq = batch_.max_blocks;
+    AttentionParams ap;
+    ap.n_heads = cfg.n_heads;
+    ap.scale = cfg.scale;
+    ap.sliding_window = cfg.sliding_window;
+    attention_ref(out.f32(), q.f32(), k.f32(), v.f32(), cache.k, cache.v, ab, cache.shape, ap);
+  }
+
+  void silu_mul(const TensorView& out, const TensorView& gate_up) override {
+    check_shape(out, gate_up.rows, gate_up.cols / 2, "silu_mul", "out");
+    CONVEYOR_CHECK(gate_up.cols % 2 == 0, "cpu silu_mul: gate_up has an odd width ", gate_up.cols);
+    silu_mul_ref(out.f32(), gate_up.f32(), static_cast<int>(gate_up.rows), static_cast<int>(out.cols));
+  }
+
+  void add(const TensorView& out, const TensorView& a, const TensorView& b) override {
+    check_shape(a, out.rows, out.cols, "add", "a");
+    check_shape(b, out.rows, out.cols, "add", "b");
+    add_ref(out.f32(), a.f32(), b.f32(), out.numel());
+  }
+
+  void gather_logit_rows(const TensorView& out, const TensorView& x) override {
+    check_shape(out, static_cast<int64_t>(batch_.logit_rows.size()), x.cols, "gather_logit_rows", "out");
+    check_f32(x, "gather_logit_rows", "x");
+    for (size_t i = 0; i < batch_.logit_rows.size(); ++i) {
+      const int32_t r = batch_.logit_rows[i];
+      CONVEYOR_CHECK(r >= 0 && r < x.rows, "cpu gather_logit_rows: row ", r, " outside [0, ", x.rows, ")");
+      std::memcpy(out.f32() + i * out.cols, x.f32() + static_cast<size_t>(r) * x.cols, x.cols * sizeof(float));
+    }
+  }
+
+ private:
+  const RopeTable& rope_table(const RopeParams& p) {
+    if (!rope_ || !same_rope(p, rope_params_)) {
+      rope_ = std::make_unique<RopeTable>(p.head_dim, p.theta, to_kernel_scaling(p), p.max_position_embeddings);
+      rope_params_ = p;
+    }
+    return *rope_;
+  }
+
+  std::unique_ptr<RopeTable> rope_;
+  RopeParams rope_params_;
+};
+
+}  // namespace
+
+std::unique_ptr<Ops> make_cpu_ops() { return std::make_unique<CpuOps>(); }
+
+}  // namespace conveyor

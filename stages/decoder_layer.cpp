@@ -1,0 +1,31 @@
+// DecoderLayer (see decoder_layer.h). The middle norm is fused with the residual add; the add after
+// the MLP is not, so that the stream leaving a layer (and a stage) is the plain hidden state.
+#include "stages/decoder_layer.h"
+
+#include <string>
+
+namespace conveyor {
+namespace {
+
+std::string name(int layer, const char* w) { return "layers." + std::to_string(layer) + "." + w; }
+
+}  // namespace
+
+DecoderLayer::DecoderLayer(const ModelTraits& traits, int layer, WeightBank& w, Communicator* tp)
+    : index_(layer),
+      eps_(traits.rms_norm_eps),
+      attn_norm_(w.take(name(layer, "attn_norm"))),
+      mlp_norm_(w.take(name(layer, "mlp_norm"))),
+      attention_(traits, layer, w, tp),
+      mlp_(traits, layer, w, tp) {}
+
+void DecoderLayer::forward(Ops& ops, const TensorView& residual, const KvLayerView& cache) const {
+  Tensor h = ops.empty(residual.rows, residual.cols);
+  ops.rms_norm(h.view(), residual, attn_norm_.view(), eps_);
+  Tensor attn = attention_.forward(ops, h.view(), cache);
+  ops.fused_add_rms_norm(h.view(), attn.view(), residual, mlp_norm_.view(), eps_);
+  Tensor mlp = mlp_.forward(ops, h.view());
+  ops.add(residual, residual, mlp.view());
+}
+
+}  // namespace conveyor

@@ -1,0 +1,27 @@
+// One pre-norm decoder layer: h = x + attn(norm(x)); x' = h + mlp(norm(h)). The residual stream x
+// is the only state between layers (and between pipeline stages), updated in place.
+#pragma once
+
+#include "runtime/communicator.h"
+#include "stages/attention.h"
+#include "stages/mlp.h"
+
+namespace conveyor {
+
+class DecoderLayer {
+ public:
+  DecoderLayer(const ModelTraits& traits, int layer, WeightBank& weights, Communicator* tp);
+  int index() const { return index_; }
+  // residual: [tokens, hidden], in and out.
+  void forward(Ops& ops, const TensorView& residual, const KvLayerView& cache) const;
+
+ private:
+  int index_;
+  float eps_;
+  Tensor attn_norm_;
+  Tensor mlp_norm_;
+  Attention attention_;
+  Mlp mlp_;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,25 @@
+// Mlp (see mlp.h).
+#include "stages/mlp.h"
+
+#include <string>
+
+#include "runtime/error.h"
+
+namespace conveyor {
+
+Mlp::Mlp(const ModelTraits& traits, int layer, WeightBank& w, Communicator* tp) {
+  const std::string p = "layers." + std::to_string(layer) + ".";
+  gate_up_ = ColumnParallelLinear(w.take_concat_rows(p + "gate_proj", p + "up_proj"), Tensor());
+  CONVEYOR_CHECK(gate_up_.out_features() == 2 * traits.intermediate_local, "layer ", layer, ": gate/up hold ",
+                 gate_up_.out_features(), " rows, expected 2 x ", traits.intermediate_local);
+  down_ = RowParallelLinear(w.take(p + "down_proj"), tp);
+}
+
+Tensor Mlp::forward(Ops& ops, const TensorView& x) const {
+  Tensor gate_up = gate_up_.forward(ops, x);
+  Tensor act = ops.empty(x.rows, gate_up.cols() / 2);
+  ops.silu_mul(act.view(), gate_up.view());
+  return down_.forward(ops, act.view());
+}
+
+}  // namespace conveyor

@@ -1,0 +1,23 @@
+// The SwiGLU MLP of a Llama-family layer: gate and up as one column-parallel projection (this rank's
+// gate rows, then its up rows, so each output row is gate | up as silu_mul reads it), then the
+// row-parallel down projection, whose all-reduce makes the output whole.
+#pragma once
+
+#include "runtime/communicator.h"
+#include "stages/architecture.h"
+#include "stages/parallel_linear.h"
+#include "stages/weight_bank.h"
+
+namespace conveyor {
+
+class Mlp {
+ public:
+  Mlp(const ModelTraits& traits, int layer, WeightBank& weights, Communicator* tp);
+  Tensor forward(Ops& ops, const TensorView& x) const;  // [tokens, hidden] -> [tokens, hidden]
+
+ private:
+  ColumnParallelLinear gate_up_;
+  RowParallelLinear down_;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,91 @@
+// StageModel (see stage_model.h). The plan is turned into backend metadata once per step; the layers
+// then run back to back over one residual tensor.
+#include "stages/stage_model.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "runtime/error.h"
+
+namespace conveyor {
+
+BatchInfo make_batch_info(const StepPlan& plan, int block_size, bool with_token_ids) {
+  BatchInfo b;
+  b.query_start.push_back(0);
+  for (const SeqChunk& s : plan.seqs) b.max_blocks = std::max<int>(b.max_blocks, static_cast<int>(s.block_table.size()));
+  for (const SeqChunk& s : plan.seqs) {
+    const int n = static_cast<int>(s.tokens.size());
+    CONVEYOR_CHECK(n > 0, "step ", plan.step, ": sequence ", s.seq_id, " has no new tokens");
+    CONVEYOR_CHECK(s.start_pos >= 0, "step ", plan.step, ": sequence ", s.seq_id, " starts at position ", s.start_pos);
+    const int64_t needed = (static_cast<int64_t>(s.start_pos) + n + block_size - 1) / block_size;
+    CONVEYOR_CHECK(static_cast<int64_t>(s.block_table.size()) >= needed, "step ", plan.step, ": sequence ", s.seq_id,
+                   " covers positions [0, ", s.start_pos + n, ") but its block table has ", s.block_table.size(),
+                   " blocks of ", block_size, " (needs ", needed, ")");
+    for (int i = 0; i < n; ++i) b.positions.push_back(s.start_pos + i);
+    if (with_token_ids) b.token_ids.insert(b.token_ids.end(), s.tokens.begin(), s.tokens.end());
+    b.block_tables.insert(b.block_tables.end(), s.block_table.begin(), s.block_table.end());
+    b.block_tables.resize(b.block_tables.size() + (b.max_blocks - s.block_table.size()), -1);
+    b.rope_seq_len.push_back(s.start_pos + n);
+    if (s.wants_logits) b.logit_rows.push_back(b.query_start.back() + n - 1);
+    b.query_start.push_back(b.query_start.back() + n);
+  }
+  return b;
+}
+
+StageModel::StageModel(const ModelSpec& spec, const WeightShare& share, WeightSet&& weights, Ops& ops,
+                       KvCache& cache, Communicator* tp)
+    : traits_(model_traits(spec, share.tp_size)), share_(share), ops_(ops), cache_(cache) {
+  CONVEYOR_CHECK(share.final_norm == share.lm_head, "stage ", share.describe(),
+                 ": the final norm and the LM head must be on the same (last) stage");
+  CONVEYOR_CHECK(cache.first_layer() == share.first_layer && cache.num_layers() == share.last_layer - share.first_layer,
+                 "stage ", share.describe(), ": its KV cache holds layers [", cache.first_layer(), ", ",
+                 cache.first_layer() + cache.num_layers(), ")");
+  CONVEYOR_CHECK(tp == nullptr || tp->size() == share.tp_size, "stage ", share.describe(), ": the TP communicator has ",
+                 tp ? tp->size() : 1, " ranks");
+  WeightBank bank(std::move(weights), ops);
+  if (share.embedding) {
+    const int vocab_start = static_cast<int>(bank.peek("embed_tokens").split_begin);
+    embedding_ = VocabParallelEmbedding(bank.take("embed_tokens"), traits_.vocab, vocab_start, tp);
+  }
+  layers_.reserve(static_cast<size_t>(share.last_layer - share.first_layer));
+  for (int64_t l = share.first_layer; l < share.last_layer; ++l)
+    layers_.emplace_back(traits_, static_cast<int>(l), bank, tp);
+  if (share.lm_head) {
+    final_norm_ = bank.take("final_norm");
+    lm_head_ = ParallelLmHead(bank.take("lm_head"), traits_.vocab, tp);
+  }
+  bank.finish();
+}
+
+KvLayerView StageModel::kv_view(int layer) const {
+  return KvLayerView{cache_.k(layer), cache_.v(layer), cache_.shape()};
+}
+
+Tensor StageModel::forward(const StepPlan& plan, const Tensor& input, std::vector<float>* logits) {
+  ops_.set_batch(make_batch_info(plan, cache_.shape().block_size, is_first()));
+  const int64_t tokens = ops_.batch().num_tokens();
+  Tensor hidden;
+  if (is_first()) {
+    hidden = embedding_.forward(ops_);
+  } else {
+    CONVEYOR_CHECK(input.rows() == tokens && input.cols() == traits_.hidden, "stage ", share_.describe(),
+                   ": received hidden states [", input.rows(), ", ", input.cols(), "] for a step of ", tokens,
+                   " tokens x ", traits_.hidden);
+    hidden = input;
+  }
+  for (const DecoderLayer& layer : layers_) layer.forward(ops_, hidden.view(), kv_view(layer.index()));
+  if (is_last()) {
+    CONVEYOR_CHECK(logits != nullptr, "stage ", share_.describe(), ": the last stage needs a logits output");
+    Tensor rows = ops_.empty(static_cast<int64_t>(ops_.batch().logit_rows.size()), traits_.hidden);
+    if (rows.rows() > 0) {
+      ops_.gather_logit_rows(rows.view(), hidden.view());
+      ops_.rms_norm(rows.view(), rows.view(), final_norm_.view(), traits_.rms_norm_eps);
+      lm_head_.forward(ops_, rows.view(), logits);
+    } else {
+      logits->clear();
+    }
+  }
+  return hidden;
+}
+
+}  // namespace conveyor

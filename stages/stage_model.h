@@ -1,0 +1,51 @@
+// StageModel: the slice of a model one pipeline stage runs on one TP rank: layers [first, last),
+// plus the embedding on the first stage and the final norm + LM head on the last. Between stages the
+// only activation is the hidden state [num_tokens, hidden] of the step's tokens in plan order, so
+// the pipeline (issue 5) sends exactly that, with the plan, and nothing else.
+#pragma once
+
+#include <vector>
+
+#include "runtime/communicator.h"
+#include "runtime/kv_cache.h"
+#include "runtime/weight_loader.h"
+#include "stages/decoder_layer.h"
+#include "stages/step_plan.h"
+
+namespace conveyor {
+
+// The backend's view of a plan: tokens flattened in plan order, per-sequence query offsets, block
+// tables padded to the longest, logit rows of the sequences that want them. Throws on a malformed
+// plan (a sequence without tokens, a block table too short for its positions).
+BatchInfo make_batch_info(const StepPlan& plan, int block_size, bool with_token_ids);
+
+class StageModel {
+ public:
+  // weights: exactly the share's tensors (WeightLoader::load_share or make_dummy_weights); cache holds
+  // the share's layers. ops, cache and tp (nullptr when tp = 1) must outlive the stage.
+  StageModel(const ModelSpec& spec, const WeightShare& share, WeightSet&& weights, Ops& ops, KvCache& cache,
+             Communicator* tp);
+
+  bool is_first() const { return share_.embedding; }
+  bool is_last() const { return share_.lm_head; }
+  const WeightShare& share() const { return share_; }
+
+  // One step over this stage. input: the previous stage's hidden states, updated in place (ignored
+  // and may be empty on the first stage). Returns the hidden states after the stage's layers; on the last stage also
+  // fills logits [plan.num_logits(), vocab] (fp32, plan order), else leaves them untouched.
+  Tensor forward(const StepPlan& plan, const Tensor& input, std::vector<float>* logits);
+
+ private:
+  KvLayerView kv_view(int layer) const;
+
+  ModelTraits traits_;
+  WeightShare share_;
+  Ops& ops_;
+  KvCache& cache_;
+  VocabParallelEmbedding embedding_;
+  std::vector<DecoderLayer> layers_;
+  Tensor final_norm_;
+  ParallelLmHead lm_head_;
+};
+
+}  // namespace conveyor

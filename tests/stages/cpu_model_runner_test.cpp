@@ -1,0 +1,78 @@
+// make_cpu_model_runner beyond the goldens: dummy weights (deterministic per seed), KV sizing from
+// cache.cpu_kv_cache_space, and malformed plans rejected with messages naming the sequence.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runtime/config.h"
+#include "runtime/kv_cache.h"
+#include "runtime/model_spec.h"
+#include "stages/cpu_model_runner.h"
+#include "tests/runtime/formats_test_util.h"
+#include "tests/stages/runner_test_util.h"
+#include "tests/support/test_support.h"
+
+namespace conveyor {
+namespace {
+
+Config dummy_config(int seed) {
+  Config cfg;
+  cfg.set("model.load_format", "dummy", "test");
+  cfg.set("model.config", testing::data_path("goldens/llama3_rope/config.json"), "test");
+  cfg.set("runtime.seed", std::to_string(seed), "test");
+  cfg.set("cache.num_blocks", "8", "test");
+  return cfg;
+}
+
+std::vector<float> run_prompt(ModelRunner& runner, const std::vector<int32_t>& prompt) {
+  testing::Driver d(runner);
+  return d.prefill(1, prompt, 5);
+}
+
+TEST(CpuModelRunner, DummyWeightsAreDeterministicPerSeed) {
+  ModelSpec spec = load_model_spec(testing::data_path("goldens/llama3_rope/config.json"));
+  auto a = make_cpu_model_runner(dummy_config(7), spec);
+  auto b = make_cpu_model_runner(dummy_config(7), spec);
+  auto c = make_cpu_model_runner(dummy_config(8), spec);
+  EXPECT_EQ(a->num_kv_blocks(), 8);
+  EXPECT_EQ(a->block_size(), 16);
+  const std::vector<int32_t> prompt{3, 141, 59, 26, 53, 58, 97, 93, 23, 84, 62, 64};
+  std::vector<float> la = run_prompt(*a, prompt), lb = run_prompt(*b, prompt), lc = run_prompt(*c, prompt);
+  ASSERT_EQ(la.size(), static_cast<size_t>(spec.vocab));
+  for (float v : la) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_EQ(testing::compare_all(lb, la, 0.f, 0.f), "");
+  EXPECT_NE(testing::compare_all(lc, la, 1e-3f, 1e-3f), "") << "another seed must give other weights";
+}
+
+TEST(CpuModelRunner, KvBlocksFromCacheSpace) {
+  ModelSpec spec = load_model_spec(testing::data_path("goldens/llama3_rope"));
+  Config cfg;
+  cfg.set("cache.cpu_kv_cache_space", "0.01", "test");
+  cfg.set("cache.block_size", "32", "test");
+  const size_t budget = static_cast<size_t>(0.01 * 1024 * 1024 * 1024);
+  EXPECT_EQ(cpu_kv_blocks(cfg, spec), KvCache::blocks_that_fit(budget, 3, 32, 2, 32));
+  cfg.set("cache.cpu_kv_cache_space", "0.0000001", "test");
+  testing::expect_error([&] { cpu_kv_blocks(cfg, spec); }, "cache.cpu_kv_cache_space");
+}
+
+TEST(CpuModelRunner, MalformedPlansAreClearErrors) {
+  ModelSpec spec = load_model_spec(testing::data_path("goldens/llama3_rope"));
+  auto runner = make_cpu_model_runner(testing::runner_config(testing::data_path("goldens/llama3_rope"), 8), spec);
+  std::vector<float> logits;
+  StepPlan plan;
+  plan.seqs.push_back(SeqChunk{42, 0, {1, 2, 3}, {}, true});
+  testing::expect_error([&] { runner->forward(plan, &logits); }, "sequence 42 covers positions [0, 3)");
+  plan.seqs[0] = SeqChunk{43, 0, {}, {0}, true};
+  testing::expect_error([&] { runner->forward(plan, &logits); }, "sequence 43 has no new tokens");
+  plan.seqs[0] = SeqChunk{44, 0, {1, 999}, {0}, true};
+  testing::expect_error([&] { runner->forward(plan, &logits); }, "999");
+}
+
+TEST(CpuModelRunner, MissingModelPathIsAnError) {
+  ModelSpec spec = load_model_spec(testing::data_path("goldens/llama3_rope"));
+  Config cfg;
+  testing::expect_error([&] { make_cpu_model_runner(cfg, spec); }, "model.path is empty");
+}
+
+}  // namespace
+}  // namespace conveyor
