@@ -5,8 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/config.h"
 
 #include "tests/runtime/fake_model_runner.h"
 #include "tests/support/test_support.h"
@@ -200,6 +205,39 @@ TEST(Engine, SequenceThatNeverFitsIsAFailedOutputNotAnException) {
   EXPECT_NE(outs[0].error.find("KV blocks"), std::string::npos) << outs[0].error;
   EXPECT_EQ(outs[1].finish_reason, "length");
   EXPECT_EQ(outs[1].completion_tokens, 8);
+}
+
+// The real CPU runner on transformers goldens: 16 requests (each golden prompt 4 times, with different
+// max_tokens) through 20 blocks of 8 tokens and 32-token steps, so chunked prefill and preemption by
+// recompute both happen; every request still gives transformers' greedy tokens.
+TEST(Engine, CpuRunnerWithPreemptionMatchesGoldenGreedyTokens) {
+  for (const char* model : {"llama3_rope", "qwen2_tied_mqa"}) {
+    const std::string dir = testing::data_path(std::string("goldens/") + model);
+    std::ifstream in(dir + "/golden.json");
+    const nlohmann::json golden = nlohmann::json::parse(in);
+    Config cfg;
+    cfg.set("model.path", dir, "test");
+    cfg.set("cache.num_blocks", "20", "test");
+    cfg.set("cache.block_size", "8", "test");
+    cfg.set("scheduler.max_num_batched_tokens", "32", "test");
+    cfg.set("scheduler.max_num_seqs", "16", "test");
+    const ModelSpec spec = load_model_spec(dir);
+    Engine engine(make_cpu_model_runner(cfg, spec), nullptr, EngineOptions::from_config(cfg));
+    std::vector<Request> reqs;
+    std::vector<std::vector<int32_t>> want;
+    for (int copy = 0; copy < 4; ++copy) {
+      for (const auto& p : golden["prompts"]) {
+        auto g = p["greedy_ids"].get<std::vector<int32_t>>();
+        g.resize(g.size() - 7 * static_cast<size_t>(copy));
+        reqs.push_back(make_request(static_cast<int64_t>(reqs.size()), p["prompt_ids"].get<std::vector<int32_t>>(),
+                                    greedy(static_cast<int64_t>(g.size()))));
+        want.push_back(g);
+      }
+    }
+    const std::vector<CompletionOutput> outs = engine.generate(reqs);
+    EXPECT_GT(engine.scheduler_stats().preemptions, 0) << model;
+    for (size_t i = 0; i < outs.size(); ++i) EXPECT_EQ(outs[i].token_ids, want[i]) << model << " request " << i;
+  }
 }
 
 }  // namespace
