@@ -1,0 +1,175 @@
+// `conveyor generate`: one prompt (text, chat or token ids) through the engine on one rank, streaming
+// the text to stdout as it is produced; --print-ids prints the generated ids as the last stdout line.
+// Sampling flags use vLLM's names and land on the sampling.* keys (defaults < generation_config.json
+// < YAML < flags < --set), so the same precedence holds here and in batch runs. Stats go to stderr.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "launch/command.h"
+#include "runtime/config_cli.h"
+#include "runtime/engine.h"
+#include "runtime/error.h"
+#include "runtime/model_spec.h"
+#include "runtime/request.h"
+#include "runtime/strings.h"
+#include "runtime/tokenizer_loading.h"
+#include "stages/model_runner.h"
+
+namespace po = boost::program_options;
+
+namespace conveyor {
+namespace {
+
+struct SamplingFlag {
+  const char* flag;
+  const char* key;
+  const char* help;
+};
+
+const SamplingFlag kSamplingFlags[] = {
+    {"max-tokens", "sampling.max_tokens", "tokens to generate"},
+    {"min-tokens", "sampling.min_tokens", "tokens before EOS or a stop may end the output"},
+    {"temperature", "sampling.temperature", "0 = greedy"},
+    {"top-p", "sampling.top_p", "nucleus mass in (0, 1]"},
+    {"top-k", "sampling.top_k", "keep the k most likely (0 or -1: off)"},
+    {"min-p", "sampling.min_p", "drop tokens below min_p * p(max)"},
+    {"repetition-penalty", "sampling.repetition_penalty", "> 1 discourages repeats"},
+    {"presence-penalty", "sampling.presence_penalty", "in [-2, 2]"},
+    {"frequency-penalty", "sampling.frequency_penalty", "in [-2, 2]"},
+};
+
+po::options_description make_options() {
+  po::options_description desc("conveyor generate options");
+  desc.add_options()("help,h", "show this help")("prompt", po::value<std::string>(), "prompt text")(
+      "prompt-ids", po::value<std::string>(), "prompt as token ids, e.g. 1,2,3 (no tokenizer needed)")(
+      "chat", "wrap the prompt in the model's chat template (ChatML) as one user turn")(
+      "system", po::value<std::string>(), "system message for --chat")(
+      "print-ids", "print the generated token ids as the last line of stdout")(
+      "stop", po::value<std::vector<std::string>>()->composing(), "stop string (repeatable)")(
+      "ignore-eos", "keep generating past EOS")("logprobs", po::value<int64_t>(),
+                                                 "report the chosen token's logprob and the top N (stderr)");
+  for (const SamplingFlag& f : kSamplingFlags) desc.add_options()(f.flag, po::value<std::string>(), f.help);
+  add_config_options(&desc);
+  return desc;
+}
+
+// generation_config.json defaults sit between the schema defaults and anything the user set.
+void apply_generation_defaults(const ModelSpec& spec, Config& cfg) {
+  const std::string origin = spec.source + " (generation_config)";
+  auto set_default = [&](const char* key, const std::string& text) {
+    if (cfg.value(key).origin == "default") cfg.set(key, text, origin);
+  };
+  const GenerationDefaults& g = spec.generation;
+  if (g.do_sample && !*g.do_sample) set_default("sampling.temperature", "0");
+  else if (g.temperature) set_default("sampling.temperature", std::to_string(*g.temperature));
+  if (g.top_p) set_default("sampling.top_p", std::to_string(*g.top_p));
+  if (g.top_k) set_default("sampling.top_k", std::to_string(*g.top_k));
+  if (g.repetition_penalty) set_default("sampling.repetition_penalty", std::to_string(*g.repetition_penalty));
+}
+
+void apply_sampling_flags(const po::variables_map& vm, Config& cfg) {
+  for (const SamplingFlag& f : kSamplingFlags) {
+    if (!vm.count(f.flag) || cfg.value(f.key).origin == "--set") continue;  // --set wins over flags
+    cfg.set(f.key, vm[f.flag].as<std::string>(), std::string("--") + f.flag);
+  }
+  if (vm.count("ignore-eos") && cfg.value("sampling.ignore_eos").origin != "--set")
+    cfg.set("sampling.ignore_eos", "true", "--ignore-eos");
+}
+
+std::string chat_prompt(const Tokenizer* tok, const po::variables_map& vm, const std::string& user) {
+  CONVEYOR_CHECK(tok && tok->token_to_id("<|im_start|>") && tok->token_to_id("<|im_end|>"),
+                 "--chat knows the ChatML template (<|im_start|>/<|im_end|>), which this model's tokenizer lacks; "
+                 "write the template into --prompt yourself");
+  std::string text;
+  if (vm.count("system")) text += "<|im_start|>system\n" + vm["system"].as<std::string>() + "<|im_end|>\n";
+  return text + "<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n";
+}
+
+std::vector<int32_t> prompt_ids(const Engine& engine, const po::variables_map& vm) {
+  CONVEYOR_CHECK(vm.count("prompt") != vm.count("prompt-ids"), "give exactly one of --prompt and --prompt-ids");
+  if (vm.count("prompt-ids")) {
+    CONVEYOR_CHECK(!vm.count("chat"), "--chat applies to a text --prompt, not --prompt-ids");
+    return parse_token_ids(vm["prompt-ids"].as<std::string>(), "--prompt-ids");
+  }
+  std::string text = vm["prompt"].as<std::string>();
+  if (vm.count("chat")) text = chat_prompt(engine.tokenizer(), vm, text);
+  return engine.encode(text);
+}
+
+void print_logprobs(const Engine& engine, const CompletionOutput& out) {
+  const Tokenizer* tok = engine.tokenizer();
+  auto name = [&](int32_t id) { return tok ? tok->id_to_token(id) : std::to_string(id); };
+  for (size_t i = 0; i < out.logprobs.size(); ++i) {
+    const TokenLogprobs& lp = out.logprobs[i];
+    std::fprintf(stderr, "logprobs %zu: %d %s %.5f (rank %lld) |", i, lp.token, name(lp.token).c_str(), lp.logprob,
+                 static_cast<long long>(lp.rank));
+    for (const TokenLogprob& t : lp.top) std::fprintf(stderr, " %d %s %.5f;", t.token, name(t.token).c_str(), t.logprob);
+    std::fprintf(stderr, "\n");
+  }
+}
+
+}  // namespace
+
+int run_generate_command(const Args& args) {
+  const po::options_description desc = make_options();
+  po::variables_map vm = parse_command_line(args, desc);
+  if (vm.count("help")) {
+    std::cout << "usage: conveyor generate --model <hf-dir|file.gguf> (--prompt TEXT | --prompt-ids 1,2,3) "
+                 "[sampling flags] [--print-ids]\n\n"
+              << desc;
+    return 0;
+  }
+  Config cfg = config_from_options(vm);
+  CONVEYOR_CHECK(cfg.get_int("parallel.pipeline") * cfg.get_int("parallel.tensor") * cfg.get_int("parallel.data") == 1,
+                 "conveyor generate runs on one rank for now; drop the parallel sizes (pipeline ",
+                 cfg.get_int("parallel.pipeline"), ", tensor ", cfg.get_int("parallel.tensor"), ")");
+  const bool dummy = cfg.get_string("model.load_format") == "dummy";
+  const std::string model_path = cfg.get_string("model.path");
+  CONVEYOR_CHECK(!model_path.empty() || (dummy && !cfg.get_string("model.config").empty()),
+                 "no model given; pass --model <hf-dir|file.gguf> (or --load-format dummy with --set model.config=...)");
+  const ModelSpec spec = load_model_spec(model_path.empty() ? cfg.get_string("model.config") : model_path);
+  apply_generation_defaults(spec, cfg);
+  apply_sampling_flags(vm, cfg);
+
+  SamplingParams params = SamplingParams::from_config(cfg);
+  if (vm.count("stop")) params.stop = vm["stop"].as<std::vector<std::string>>();
+  if (vm.count("logprobs")) params.logprobs = vm["logprobs"].as<int64_t>();
+  params.validate();
+
+  std::unique_ptr<Tokenizer> tok =
+      model_path.empty() ? nullptr : load_tokenizer(model_path, cfg.get_string("model.tokenizer"), spec);
+  Engine engine(make_cpu_model_runner(cfg, spec), std::move(tok), EngineOptions::from_config(cfg));
+
+  Request req;
+  req.prompt_ids = prompt_ids(engine, vm);
+  req.params = params;
+  req.label = "the prompt";
+  bool ends_with_newline = true;
+  engine.set_stream_callback([&](int64_t, const std::string& delta) {
+    std::fwrite(delta.data(), 1, delta.size(), stdout);
+    std::fflush(stdout);
+    ends_with_newline = delta.back() == '\n';
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const CompletionOutput out = engine.generate({req}).at(0);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CONVEYOR_CHECK(out.finish_reason != "error", out.error);
+  if (!ends_with_newline) std::fputc('\n', stdout);
+  if (vm.count("print-ids")) {
+    std::vector<std::string> ids;
+    for (int32_t id : out.token_ids) ids.push_back(std::to_string(id));
+    std::printf("%s\n", join(ids, ",").c_str());
+  }
+  std::fflush(stdout);
+  print_logprobs(engine, out);
+  std::fprintf(stderr, "generate: %lld prompt + %lld generated tokens in %.2f s (%.1f tok/s), finish_reason %s, "
+               "%lld preemptions\n", static_cast<long long>(out.prompt_tokens),
+               static_cast<long long>(out.completion_tokens), secs, out.completion_tokens / std::max(secs, 1e-9),
+               out.finish_reason.c_str(), static_cast<long long>(engine.scheduler_stats().preemptions));
+  return 0;
+}
+
+}  // namespace conveyor
