@@ -2,6 +2,7 @@
 // that was never written is deterministic.
 #include "runtime/kv_cache.h"
 
+#include <cstdlib>
 #include <limits>
 
 #include "runtime/error.h"
@@ -17,9 +18,9 @@ KvCache::KvCache(int first_layer, int num_layers, const PagedKvShape& shape)
                  "KV cache: bad shape num_blocks=", shape.num_blocks, " block_size=", shape.block_size,
                  " n_kv_heads=", shape.n_kv_heads, " head_dim=", shape.head_dim);
   const size_t elems = 2 * static_cast<size_t>(num_layers) * shape.layer_elems();
-  try {
-    storage_.assign(elems, 0.f);
-  } catch (const std::bad_alloc&) {
+  storage_.reset(static_cast<float*>(std::calloc(elems, sizeof(float))));
+  elems_ = elems;
+  if (!storage_) {
     CONVEYOR_THROW("KV cache: cannot allocate ", format_bytes(double(elems) * sizeof(float)), " for ",
                    shape.num_blocks, " blocks x ", num_layers, " layers; lower the KV cache memory or block count");
   }

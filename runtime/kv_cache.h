@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "kernels/cpu/attention.h"
@@ -19,12 +21,12 @@ class KvCache {
   int first_layer() const { return first_layer_; }
   int num_layers() const { return num_layers_; }
   const PagedKvShape& shape() const { return shape_; }
-  size_t bytes() const { return storage_.size() * sizeof(float); }
+  size_t bytes() const { return elems_ * sizeof(float); }
 
-  float* k(int layer) { return storage_.data() + offset(layer, 0); }
-  float* v(int layer) { return storage_.data() + offset(layer, 1); }
-  const float* k(int layer) const { return storage_.data() + offset(layer, 0); }
-  const float* v(int layer) const { return storage_.data() + offset(layer, 1); }
+  float* k(int layer) { return storage_.get() + offset(layer, 0); }
+  float* v(int layer) { return storage_.get() + offset(layer, 1); }
+  const float* k(int layer) const { return storage_.get() + offset(layer, 0); }
+  const float* v(int layer) const { return storage_.get() + offset(layer, 1); }
 
   // Bytes one block costs over num_layers layers, K and V together.
   static size_t bytes_per_block(int num_layers, int block_size, int n_kv_heads, int head_dim,
@@ -39,7 +41,13 @@ class KvCache {
   int first_layer_;
   int num_layers_;
   PagedKvShape shape_;
-  std::vector<float> storage_;  // [num_layers, 2 (K, V), num_blocks, block_size, n_kv_heads, head_dim]
+  struct FreeDeleter {
+    void operator()(float* p) const { std::free(p); }
+  };
+  // [num_layers, 2 (K, V), num_blocks, block_size, n_kv_heads, head_dim]; calloc'd, so a large pool
+  // costs nothing until its pages are first written.
+  std::unique_ptr<float[], FreeDeleter> storage_;
+  size_t elems_ = 0;
 };
 
 }  // namespace conveyor
