@@ -155,15 +155,11 @@ void read_plain_line(const json& j, const BatchInputOptions& options, BatchReque
 // Parses one non-blank line; on failure returns the error with the custom_id when one was readable.
 std::optional<BatchLineError> parse_line(const std::string& text, const BatchInputOptions& options,
                                          BatchRequest* r) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    std::string why;
-    try {
-      (void)json::parse(text);
-    } catch (const json::exception& e) {
-      why = e.what();
-    }
-    return BatchLineError{r->line, std::nullopt, "malformed JSON: " + why};
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    return BatchLineError{r->line, std::nullopt, std::string("malformed JSON: ") + e.what()};
   }
   if (!j.is_object()) return BatchLineError{r->line, std::nullopt, std::string("a line must be a JSON object, got ") + j.type_name()};
   try {
