@@ -36,10 +36,16 @@ std::string strip(const std::string& s) {
 // The fixed system message of a ChatML template, written as a literal
 // '<|im_start|>system\n...<|im_end|>' string; "" when the template has none.
 std::string chatml_default_system(const std::string& jinja) {
-  const std::string open = "<|im_start|>system\\n";  // the template source spells the newline as \n
-  size_t at = jinja.find(open);
-  if (at == std::string::npos) return "";
-  size_t begin = at + open.size();
+  // The template source spells the newline as the escape \n, or (GGUF metadata) as a real newline.
+  size_t begin = std::string::npos;
+  for (const std::string open : {"<|im_start|>system\\n", "<|im_start|>system\n"}) {
+    size_t at = jinja.find(open);
+    if (at != std::string::npos) {
+      begin = at + open.size();
+      break;
+    }
+  }
+  if (begin == std::string::npos) return "";
   size_t end = jinja.find("<|im_end|>", begin);
   if (end == std::string::npos) return "";
   std::string text = jinja.substr(begin, end - begin);
