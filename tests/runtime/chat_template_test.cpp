@@ -2,6 +2,8 @@
 // made by scripts/make_chat_template_expected.py): each family is detected from its Jinja source and
 // must render every random conversation exactly.
 #include "runtime/chat_template.h"
+#include "runtime/gguf_file.h"
+#include "tests/runtime/formats_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +17,14 @@ namespace conveyor {
 namespace {
 
 using nlohmann::json;
+
+// The template of each family: committed for our own Jinja sources; for the real model's template,
+// read from the SmolLM2 GGUF at test time (it is the model's text, not ours to commit).
+std::string template_of(const json& family) {
+  if (!family["chat_template"].is_null()) return family["chat_template"].get<std::string>();
+  GgufFile gguf(testing::test_model_path());
+  return gguf.get_string("tokenizer.chat_template");
+}
 
 std::vector<json> load_expected() {
   std::ifstream in(testing::data_path("chat_template/expected.jsonl"));
@@ -30,7 +40,7 @@ TEST(ChatTemplate, RendersExactlyAsTransformers) {
   size_t checked = 0;
   for (const json& f : families) {
     std::string source = f["source"];
-    auto tmpl = ChatTemplate::detect(f["chat_template"].get<std::string>());
+    auto tmpl = ChatTemplate::detect(template_of(f));
     ASSERT_TRUE(tmpl.has_value()) << source;
     EXPECT_EQ(tmpl->name(), f["family"].get<std::string>()) << source;
     for (const json& c : f["cases"]) {
@@ -46,7 +56,7 @@ TEST(ChatTemplate, RendersExactlyAsTransformers) {
 
 TEST(ChatTemplate, KeepsTheDefaultSystemMessageOfChatMl) {
   std::vector<json> families = load_expected();
-  auto smol = ChatTemplate::detect(families[0]["chat_template"].get<std::string>());
+  auto smol = ChatTemplate::detect(template_of(families[0]));
   ASSERT_TRUE(smol.has_value());
   EXPECT_EQ(smol->default_system(), "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
   std::string built = "{{'<|im_start|>system\\n' + message['content'] + '<|im_end|>'}}";
