@@ -8,6 +8,7 @@
 #include <iostream>
 #include <string>
 
+#include "launch/batch_job.h"
 #include "launch/command.h"
 #include "runtime/config_cli.h"
 #include "runtime/engine.h"
@@ -50,7 +51,12 @@ po::options_description make_options() {
       "print-ids", "print the generated token ids as the last line of stdout")(
       "stop", po::value<std::vector<std::string>>()->composing(), "stop string (repeatable)")(
       "ignore-eos", "keep generating past EOS")("logprobs", po::value<int64_t>(),
-                                                 "report the chosen token's logprob and the top N (stderr)");
+                                                 "report the chosen token's logprob and the top N (stderr)")(
+      "input", po::value<std::string>(), "batch job: requests JSONL (OpenAI Batch or {\"prompt\": ...} lines)")(
+      "output", po::value<std::string>(), "batch job: results JSONL (appended; a rerun resumes)")(
+      "errors", po::value<std::string>(), "batch job: per-line errors JSONL (default <output>.errors.jsonl)")(
+      "strict", "batch job: abort before any work when a line is invalid")(
+      "chat-template", po::value<std::string>(), "batch job: chatml, llama3 or llama2 (default: from the model)");
   for (const SamplingFlag& f : kSamplingFlags) desc.add_options()(f.flag, po::value<std::string>(), f.help);
   add_config_options(&desc);
   return desc;
@@ -142,6 +148,18 @@ int run_generate_command(const Args& args) {
   std::unique_ptr<Tokenizer> tok =
       model_path.empty() ? nullptr : load_tokenizer(model_path, cfg.get_string("model.tokenizer"), spec);
   Engine engine(make_cpu_model_runner(cfg, spec), std::move(tok), EngineOptions::from_config(cfg));
+
+  if (vm.count("input")) {
+    BatchJobOptions job;
+    job.input = vm["input"].as<std::string>();
+    job.output = vm.count("output") ? vm["output"].as<std::string>() : cfg.get_string("io.output");
+    job.errors = vm.count("errors") ? vm["errors"].as<std::string>() : cfg.get_string("io.errors");
+    job.strict = vm.count("strict") > 0 || cfg.get_bool("io.strict");
+    job.model = model_path.empty() ? cfg.get_string("model.config") : model_path;
+    if (vm.count("chat-template")) job.chat_template_name = vm["chat-template"].as<std::string>();
+    if (!model_path.empty()) job.model_chat_template = model_chat_template(model_path);
+    return run_batch_job(cfg, engine, job);
+  }
 
   Request req;
   req.prompt_ids = prompt_ids(engine, vm);
