@@ -32,6 +32,12 @@ struct StepPlan {
     for (const auto& s : seqs) n += s.wants_logits ? 1 : 0;
     return n;
   }
+
+  // Flat int64 encoding that travels down the pipeline ahead of the hidden states (one send of the
+  // length, one of the words). decode() checks every count against the words left and throws a
+  // conveyor::Error naming the field on a malformed buffer.
+  std::vector<int64_t> encode() const;
+  static StepPlan decode(const std::vector<int64_t>& words);
 };
 
 }  // namespace conveyor
