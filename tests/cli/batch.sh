@@ -4,8 +4,7 @@
 # changed input is refused. The GGUF is required, never skipped (scripts/fetch_test_model.sh).
 set -u
 bin=$1
-gguf="${CONVEYOR_TEST_MODEL:-${CONVEYOR_CACHE:-$HOME/.cache/conveyor}/SmolLM2-135M-Instruct.Q4_1.gguf}"
-[ -s "$gguf" ] || { echo "FAIL: $gguf missing; run scripts/fetch_test_model.sh"; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat > "$tmp/in.jsonl" <<'JSONL'

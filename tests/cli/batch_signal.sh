@@ -5,8 +5,7 @@
 # (no chance to flush: a torn last line is dropped on resume).
 set -u
 bin=$1
-gguf="${CONVEYOR_TEST_MODEL:-${CONVEYOR_CACHE:-$HOME/.cache/conveyor}/SmolLM2-135M-Instruct.Q4_1.gguf}"
-[ -s "$gguf" ] || { echo "FAIL: $gguf missing; run scripts/fetch_test_model.sh"; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 - > "$tmp/in.jsonl" <<'PY'

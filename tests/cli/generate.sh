@@ -5,9 +5,7 @@
 # The GGUF is required, never skipped: scripts/fetch_test_model.sh (or set CONVEYOR_TEST_MODEL).
 set -u
 bin=$1
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-data="$here/../data"
-gguf="${CONVEYOR_TEST_MODEL:-${CONVEYOR_CACHE:-$HOME/.cache/conveyor}/SmolLM2-135M-Instruct.Q4_1.gguf}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 fail=0
 out=""
 # run <exit status> <command...>: keeps stdout (and stderr when the status is not 0) in $out
@@ -25,10 +23,6 @@ has() {
   done
 }
 
-if [[ ! -s "$gguf" ]]; then
-  echo "FAIL: test model '$gguf' is missing: run scripts/fetch_test_model.sh (or set CONVEYOR_TEST_MODEL)"
-  exit 1
-fi
 
 # SmolLM2: a chat answer, greedy; the ids line is last and ends with <|im_end|> (id 2).
 run 0 "$bin" generate --model "$gguf" --chat --prompt "What is the capital of France?" --temperature 0 \

@@ -4,9 +4,7 @@
 # skipped: scripts/fetch_test_model.sh puts it in $CONVEYOR_CACHE (or set CONVEYOR_TEST_MODEL).
 set -u
 bin=$1
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-data="$here/../data"
-gguf="${CONVEYOR_TEST_MODEL:-${CONVEYOR_CACHE:-$HOME/.cache/conveyor}/SmolLM2-135M-Instruct.Q4_1.gguf}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
 fail=0
 out=""
 # run <exit status> <command...>: keeps the output in $out
@@ -24,10 +22,6 @@ has() {
   done
 }
 
-if [[ ! -s "$gguf" ]]; then
-  echo "FAIL: test model '$gguf' is missing: run scripts/fetch_test_model.sh (or set CONVEYOR_TEST_MODEL)"
-  exit 1
-fi
 run 0 "$bin" inspect "$gguf"
 has "format: GGUF v3" "tokenizer: byte-level BPE (tokenizer.ggml.*), vocab 49152, bos 1, eos 2" \
   "architecture      llama" "layers            30" "hidden            576" "heads / kv heads  9 / 3 (head_dim 64)" \
