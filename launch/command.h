@@ -13,6 +13,6 @@ int run_config_command(const Args& args);  // conveyor config --print
 int run_plan_command(const Args& args);    // conveyor plan
 int run_doctor_command(const Args& args, int* argc, char*** argv);  // needs MPI
 int run_inspect_command(const Args& args);  // conveyor inspect <model dir | file.gguf>
-int run_generate_command(const Args& args);  // conveyor generate --model ... --prompt ...
+int run_generate_command(const Args& args, int* argc, char*** argv);  // conveyor generate (MPI)
 
 }  // namespace conveyor

@@ -1,5 +1,6 @@
-// `conveyor generate`: one prompt (text, chat or token ids) through the engine on one rank, streaming
-// the text to stdout as it is produced; --print-ids prints the generated ids as the last stdout line.
+// `conveyor generate`: one prompt (text, chat or token ids), or a batch file (--input), through the
+// engine on the leader of a pipeline of any pp x tp layout (one rank without mpirun), streaming the
+// text to stdout as it is produced; --print-ids prints the generated ids as the last stdout line.
 // Sampling flags use vLLM's names and land on the sampling.* keys (defaults < generation_config.json
 // < YAML < flags < --set), so the same precedence holds here and in batch runs. Stats go to stderr.
 #include <algorithm>
@@ -10,11 +11,13 @@
 
 #include "launch/batch_job.h"
 #include "launch/command.h"
+#include "launch/pipeline_session.h"
 #include "runtime/config_cli.h"
 #include "runtime/engine.h"
 #include "runtime/error.h"
 #include "runtime/model_spec.h"
 #include "runtime/request.h"
+#include "runtime/signals.h"
 #include "runtime/strings.h"
 #include "runtime/tokenizer_loading.h"
 #include "stages/model_runner.h"
@@ -117,38 +120,9 @@ void print_logprobs(const Engine& engine, const CompletionOutput& out) {
   }
 }
 
-}  // namespace
-
-int run_generate_command(const Args& args) {
-  const po::options_description desc = make_options();
-  po::variables_map vm = parse_command_line(args, desc);
-  if (vm.count("help")) {
-    std::cout << "usage: conveyor generate --model <hf-dir|file.gguf> (--prompt TEXT | --prompt-ids 1,2,3) "
-                 "[sampling flags] [--print-ids]\n\n"
-              << desc;
-    return 0;
-  }
-  Config cfg = config_from_options(vm);
-  CONVEYOR_CHECK(cfg.get_int("parallel.pipeline") * cfg.get_int("parallel.tensor") * cfg.get_int("parallel.data") == 1,
-                 "conveyor generate runs on one rank for now; drop the parallel sizes (pipeline ",
-                 cfg.get_int("parallel.pipeline"), ", tensor ", cfg.get_int("parallel.tensor"), ")");
-  const bool dummy = cfg.get_string("model.load_format") == "dummy";
-  const std::string model_path = cfg.get_string("model.path");
-  CONVEYOR_CHECK(!model_path.empty() || (dummy && !cfg.get_string("model.config").empty()),
-                 "no model given; pass --model <hf-dir|file.gguf> (or --load-format dummy with --set model.config=...)");
-  const ModelSpec spec = load_model_spec(model_path.empty() ? cfg.get_string("model.config") : model_path);
-  apply_generation_defaults(spec, cfg);
-  apply_sampling_flags(vm, cfg);
-
-  SamplingParams params = SamplingParams::from_config(cfg);
-  if (vm.count("stop")) params.stop = vm["stop"].as<std::vector<std::string>>();
-  if (vm.count("logprobs")) params.logprobs = vm["logprobs"].as<int64_t>();
-  params.validate();
-
-  std::unique_ptr<Tokenizer> tok =
-      model_path.empty() ? nullptr : load_tokenizer(model_path, cfg.get_string("model.tokenizer"), spec);
-  Engine engine(make_cpu_model_runner(cfg, spec), std::move(tok), EngineOptions::from_config(cfg));
-
+// A batch job (--input) or the one prompt, on the leader.
+int run_requests(const Config& cfg, const po::variables_map& vm, Engine& engine, const SamplingParams& params,
+                 const std::string& model_path) {
   if (vm.count("input")) {
     BatchJobOptions job;
     job.input = vm["input"].as<std::string>();
@@ -189,5 +163,51 @@ int run_generate_command(const Args& args) {
                out.finish_reason.c_str(), static_cast<long long>(engine.scheduler_stats().preemptions));
   return 0;
 }
+
+}  // namespace
+
+int run_generate_command(const Args& args, int* argc, char*** argv) {
+  const po::options_description desc = make_options();
+  po::variables_map vm = parse_command_line(args, desc);
+  if (vm.count("help")) {
+    std::cout << "usage: conveyor generate --model <hf-dir|file.gguf> (--prompt TEXT | --prompt-ids 1,2,3) "
+                 "[sampling flags] [--print-ids]\n\n"
+              << desc;
+    return 0;
+  }
+  Config cfg = config_from_options(vm);
+  const bool dummy = cfg.get_string("model.load_format") == "dummy";
+  const std::string model_path = cfg.get_string("model.path");
+  CONVEYOR_CHECK(!model_path.empty() || (dummy && !cfg.get_string("model.config").empty()),
+                 "no model given; pass --model <hf-dir|file.gguf> (or --load-format dummy with --set model.config=...)");
+  const ModelSpec spec = load_model_spec(model_path.empty() ? cfg.get_string("model.config") : model_path);
+  apply_generation_defaults(spec, cfg);
+  apply_sampling_flags(vm, cfg);
+
+  SamplingParams params = SamplingParams::from_config(cfg);
+  if (vm.count("stop")) params.stop = vm["stop"].as<std::vector<std::string>>();
+  if (vm.count("logprobs")) params.logprobs = vm["logprobs"].as<int64_t>();
+  params.validate();
+
+  PipelineSession session(cfg, spec, argc, argv);
+  const std::string trace = cfg.get_string("logging.trace");
+  if (!session.is_leader()) {
+    install_stop_handlers();  // a Slurm signal reaches every task; the leader decides when to stop
+    session.serve();
+    session.finish(trace);
+    return 0;
+  }
+  std::unique_ptr<Tokenizer> tok =
+      model_path.empty() ? nullptr : load_tokenizer(model_path, cfg.get_string("model.tokenizer"), spec);
+  Engine engine(session.make_runner(), std::move(tok), EngineOptions::from_config(cfg));
+  const int status = run_requests(cfg, vm, engine, params, model_path);
+  // The other ranks stop serving, then every rank joins the timeline gather.
+  engine.shutdown();
+  const std::optional<PipelineUsage> usage = session.finish(trace);
+  if (usage && (session.world().world_size() > 1 || !trace.empty())) std::cerr << format_usage(*usage);
+  if (!trace.empty()) std::cerr << "trace written to " << trace << "\n";
+  return status;
+}
+
 
 }  // namespace conveyor

@@ -20,7 +20,7 @@ const char* kUsage =
     "  doctor     pre-flight check of ranks, GPUs and links (run under mpirun/srun)\n"
     "  config     print the effective configuration (--print)\n"
     "  plan       layer partition, memory and predicted bubble of a layout (no GPU)\n"
-    "  generate   generate text for one prompt on one rank, streamed to stdout\n"
+    "  generate   generate text for a prompt or a batch file (--input), any pp x tp layout\n"
     "  inspect    show a model's spec, tensors and tokenizer (HF directory or .gguf)\n"
     "  --version  print the version\n\n"
     "Run `conveyor <command> --help` for the options of a command.\n";
@@ -40,7 +40,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "plan") return conveyor::run_plan_command(args);
   if (cmd == "doctor") return conveyor::run_doctor_command(args, &argc, &argv);
   if (cmd == "inspect") return conveyor::run_inspect_command(args);
-  if (cmd == "generate") return conveyor::run_generate_command(args);
+  if (cmd == "generate") return conveyor::run_generate_command(args, &argc, &argv);
   CONVEYOR_THROW("unknown command '", cmd, "'",
                  conveyor::did_you_mean(cmd, {"doctor", "config", "generate", "bench", "plan", "inspect"}),
                  "; run `conveyor --help`");

@@ -1,5 +1,6 @@
-// Engine: per step, schedule -> forward -> sample each sequence that asked for logits -> hand the
-// tokens to the scheduler -> detokenize, stop-check, stream, and retire finished requests. Failed
+// Engine: per step, schedule plans until the runner holds max_in_flight of them (each carries what the
+// sampling stage must learn: new sequences, retired ones, the EOS ids once), then take the oldest plan's
+// sampled tokens -> scheduler -> detokenize, stop-check, stream, retire finished requests. Failed
 // sequences (never fit) come back as outputs with finish_reason "error", never as an exception that
 // would end a whole batch.
 #include "runtime/engine.h"
@@ -59,10 +60,17 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Tokenizer> t
       tokenizer_(std::move(tokenizer)),
       max_model_len_(resolve_max_model_len(runner_->spec(), options.max_model_len)),
       seed_(options.seed),
-      scheduler_(options.scheduler, runner_->num_kv_blocks(), runner_->block_size()),
-      sampler_(model_eos_ids(runner_->spec(), tokenizer_.get())) {}
+      scheduler_(options.scheduler.per_micro_batch(runner_->max_in_flight()), runner_->num_kv_blocks(), runner_->block_size()),
+      eos_ids_(model_eos_ids(runner_->spec(), tokenizer_.get())) {}
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  try {
+    shutdown();
+  } catch (...) {  // a destructor must not throw; the failing rank has already reported
+  }
+}
+
+void Engine::shutdown() { runner_->shutdown(); }
 
 std::vector<int32_t> Engine::encode(const std::string& text) const {
   CONVEYOR_CHECK(tokenizer_, "a text prompt needs a tokenizer, but the model has none (", runner_->spec().source,
@@ -76,14 +84,13 @@ void Engine::add_request(Request request) {
   CONVEYOR_CHECK(!states_.count(request.id), "request id ", request.id, " is already running; ids must be unique");
   CONVEYOR_CHECK(tokenizer_ || request.params.stop.empty(), "request ", request.id,
                  ": stop strings need a tokenizer to match text, and the model has none; use stop_token_ids");
-  auto st = std::make_unique<RequestState>(request, sampler_.eos_ids(), max_model_len_, tokenizer_.get());
+  auto st = std::make_unique<RequestState>(request, eos_ids_, max_model_len_, tokenizer_.get());
   st->seed = request_seed(request.params, seed_, request.index);
   scheduler_.add(request.id, std::move(request.prompt_ids), max_sequence_len(request, max_model_len_));
   states_.emplace(request.id, std::move(st));
 }
 
-std::vector<CompletionOutput> Engine::step() {
-  std::vector<CompletionOutput> finished;
+void Engine::fail_refused(std::vector<CompletionOutput>& finished) {
   for (const FailedSequence& f : scheduler_.take_failed()) {
     auto it = states_.find(f.id);
     CompletionOutput out = finish_output(*it->second);
@@ -92,41 +99,62 @@ std::vector<CompletionOutput> Engine::step() {
     states_.erase(it);
     finished.push_back(std::move(out));
   }
+}
+
+bool Engine::submit_next() {
+  StepPlan plan = scheduler_.schedule();
+  if (plan.seqs.empty()) return false;
+  for (const SeqChunk& c : plan.seqs) {
+    if (!announced_.insert(c.seq_id).second) continue;
+    const RequestState& st = *states_.at(c.seq_id);
+    NewSequence n{c.seq_id, st.seed, st.params, {}};
+    if (st.params.repetition_penalty != 1.0) n.prompt_ids = scheduler_.sequence(c.seq_id).prompt_ids;
+    plan.new_seqs.push_back(std::move(n));
+  }
+  plan.retired.swap(to_retire_);
+  if (!eos_sent_) plan.eos_ids = eos_ids_;
+  eos_sent_ = true;
+  runner_->submit(plan);
+  in_flight_.push_back(std::move(plan));
+  return true;
+}
+
+std::vector<CompletionOutput> Engine::step() {
+  std::vector<CompletionOutput> finished;
+  fail_refused(finished);
   if (!scheduler_.has_unfinished()) return finished;
-  const StepPlan plan = scheduler_.schedule();
-  // One runner, one plan at a time: an empty plan with nothing in flight would loop forever.
-  CONVEYOR_CHECK(!plan.seqs.empty(), "internal: the scheduler has ", scheduler_.num_waiting(), " waiting and ",
+  while (static_cast<int>(in_flight_.size()) < runner_->max_in_flight() && submit_next()) {
+  }
+  // An empty plan with nothing in flight would loop forever.
+  CONVEYOR_CHECK(!in_flight_.empty(), "internal: the scheduler has ", scheduler_.num_waiting(), " waiting and ",
                  scheduler_.num_running(), " running sequences but planned nothing (", scheduler_.allocator().free_count(),
                  " of ", scheduler_.allocator().num_blocks(), " KV blocks free)");
-  runner_->forward(plan, &logits_);
-  const int64_t vocab = runner_->spec().vocab;
-  CONVEYOR_CHECK(logits_.size() == plan.num_logits() * static_cast<size_t>(vocab), "runner returned ",
-                 logits_.size(), " logits for ", plan.num_logits(), " rows of vocab ", vocab);
+  const StepPlan plan = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  const StepResult result = runner_->wait();
+  CONVEYOR_CHECK(result.step == plan.step && result.samples.size() == plan.num_logits(), "runner returned ",
+                 result.samples.size(), " tokens for step ", result.step, " but step ", plan.step, " has ",
+                 plan.num_logits(), " sequences to sample");
   std::vector<int32_t> sampled;
-  std::vector<SampleResult> results;
-  size_t row = 0;
-  for (const SeqChunk& c : plan.seqs) {
-    if (!c.wants_logits) continue;
-    const Sequence& s = scheduler_.sequence(c.seq_id);
-    RequestState& st = *states_.at(c.seq_id);
-    SequenceView view{s.prompt_ids, s.output_ids, st.seed};
-    results.push_back(sampler_.sample(logits_.data() + row * vocab, vocab, view, st.params));
-    sampled.push_back(results.back().token);
-    ++row;
-  }
+  for (const SampleResult& r : result.samples) sampled.push_back(r.token);
   scheduler_.on_step_done(plan, sampled);
   size_t k = 0;
   for (const SeqChunk& c : plan.seqs) {
     if (!c.wants_logits) continue;
-    on_token(*states_.at(c.seq_id), results[k++], finished);
+    on_token(*states_.at(c.seq_id), result.samples[k++], finished);
   }
-  // Retire after the loop: on_token only marks finished requests so plan order stays stable.
+  retire(finished);
+  return finished;
+}
+
+// After the loop: on_token only marks finished requests so plan order stays stable.
+void Engine::retire(const std::vector<CompletionOutput>& finished) {
   for (const CompletionOutput& out : finished) {
     if (out.finish_reason == "error") continue;
     scheduler_.finish(out.request_id);
     states_.erase(out.request_id);
+    if (announced_.erase(out.request_id)) to_retire_.push_back(out.request_id);
   }
-  return finished;
 }
 
 void Engine::on_token(RequestState& st, const SampleResult& r, std::vector<CompletionOutput>& finished) {

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,7 +69,8 @@ class Engine {
   // Text prompt -> ids with the tokenizer (BOS as the tokenizer asks); throws when there is none.
   std::vector<int32_t> encode(const std::string& text) const;
 
-  // One plan: schedule, forward, sample, stop checks. Returns the requests that finished (or failed).
+  // Fills the runner with plans (up to its max_in_flight micro-batches), then takes the oldest plan's
+  // sampled tokens through stop checks. Returns the requests that finished (or failed).
   std::vector<CompletionOutput> step();
   bool has_unfinished() const { return !states_.empty(); }
   // Runs the requests to completion; outputs in the order of `requests`.
@@ -79,22 +82,31 @@ class Engine {
   const ModelRunner& runner() const { return *runner_; }
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   int64_t max_model_len() const { return max_model_len_; }
-  const std::vector<int32_t>& eos_ids() const { return sampler_.eos_ids(); }
+  const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
+  int plans_in_flight() const { return static_cast<int>(in_flight_.size()); }
+  // Tells the runner the run is over (the pipeline's other ranks stop); called by the destructor too.
+  void shutdown();
 
  private:
   struct RequestState;
   void on_token(RequestState& st, const SampleResult& r, std::vector<CompletionOutput>& finished);
   CompletionOutput finish_output(const RequestState& st);
+  void fail_refused(std::vector<CompletionOutput>& finished);
+  bool submit_next();
+  void retire(const std::vector<CompletionOutput>& finished);
 
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Tokenizer> tokenizer_;
   int64_t max_model_len_;
   uint64_t seed_;
   Scheduler scheduler_;
-  Sampler sampler_;
+  std::vector<int32_t> eos_ids_;
   std::map<int64_t, std::unique_ptr<RequestState>> states_;
   StreamCallback stream_;
-  std::vector<float> logits_;
+  std::deque<StepPlan> in_flight_;     // submitted, oldest first
+  std::set<int64_t> announced_;        // sequences the sampling stage knows
+  std::vector<int64_t> to_retire_;     // finished since the last submitted plan
+  bool eos_sent_ = false;
 };
 
 }  // namespace conveyor

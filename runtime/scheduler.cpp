@@ -18,6 +18,15 @@ SchedulerConfig SchedulerConfig::from_config(const Config& config) {
   return c;
 }
 
+SchedulerConfig SchedulerConfig::per_micro_batch(int micro_batches) const {
+  SchedulerConfig c = *this;
+  if (micro_batches <= 1) return c;
+  const int64_t m = micro_batches;
+  c.max_num_seqs = std::max<int64_t>(1, (max_num_seqs + m - 1) / m);
+  if (enable_chunked_prefill) c.max_num_batched_tokens = std::max<int64_t>(c.max_num_seqs, (max_num_batched_tokens + m - 1) / m);
+  return c;
+}
+
 Scheduler::Scheduler(SchedulerConfig config, int num_blocks, int block_size)
     : config_(config), allocator_(num_blocks), block_size_(block_size) {
   CONVEYOR_CHECK(num_blocks > 0, "the KV cache has no blocks; give it more memory (cache.num_blocks or "

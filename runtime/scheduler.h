@@ -27,6 +27,10 @@ struct SchedulerConfig {
   int64_t max_num_batched_tokens = 8192;  // new tokens per plan (decodes + prefill chunks)
   bool enable_chunked_prefill = true;     // off: a prefill runs whole in one plan
   static SchedulerConfig from_config(const Config& config);  // scheduler.* keys
+  // The budget of one of `micro_batches` plans in flight: max_num_seqs split evenly (so the running
+  // set is the configured one and micro-batches take equal stage times), and with chunked prefill
+  // the token budget too.
+  SchedulerConfig per_micro_batch(int micro_batches) const;
 };
 
 struct SchedulerStats {

@@ -50,7 +50,7 @@ int cpu_kv_blocks(const Config& cfg, const ModelSpec& spec) {
   return blocks;
 }
 
-std::unique_ptr<ModelRunner> make_cpu_model_runner(const Config& cfg, const ModelSpec& spec) {
+std::unique_ptr<LocalModelRunner> make_cpu_model_runner(const Config& cfg, const ModelSpec& spec) {
   const WeightShare share = WeightShare::whole_model(spec);
   WeightSet weights;
   if (cfg.get_string("model.load_format") == "dummy") {

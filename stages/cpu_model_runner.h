@@ -13,7 +13,7 @@
 
 namespace conveyor {
 
-class CpuModelRunner final : public ModelRunner {
+class CpuModelRunner final : public LocalModelRunner {
  public:
   CpuModelRunner(const ModelSpec& spec, WeightSet&& weights, int num_blocks, int block_size);
 

@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/sampler.h"
+#include "runtime/sampling_params.h"
+
 namespace conveyor {
 
 struct SeqChunk {
@@ -18,9 +21,22 @@ struct SeqChunk {
   bool wants_logits = false;           // produce logits at the last new position (sample a token)
 };
 
+// What the sampling stage (the last) must know of a sequence, sent once with the first plan that
+// schedules it. Prompt ids travel only when a repetition penalty needs them.
+struct NewSequence {
+  int64_t seq_id = 0;
+  uint64_t seed = 0;
+  SamplingParams params;               // only the fields the sampler reads travel
+  std::vector<int32_t> prompt_ids;
+};
+
 struct StepPlan {
   int64_t step = 0;
+  bool shutdown = false;               // no work: the receiving stage forwards it and stops
   std::vector<SeqChunk> seqs;
+  std::vector<NewSequence> new_seqs;   // sequences scheduled for the first time
+  std::vector<int64_t> retired;        // sequences the leader finished since its previous plan
+  std::vector<int32_t> eos_ids;        // the model's EOS ids; set on the first plan only
 
   size_t num_tokens() const {
     size_t n = 0;
@@ -38,6 +54,16 @@ struct StepPlan {
   // conveyor::Error naming the field on a malformed buffer.
   std::vector<int64_t> encode() const;
   static StepPlan decode(const std::vector<int64_t>& words);
+};
+
+// What the sampling stage returns to the leader for one plan: one result per chunk with
+// wants_logits, in plan order. Same flat encoding rules as StepPlan.
+struct StepResult {
+  int64_t step = 0;
+  std::vector<SampleResult> samples;
+
+  std::vector<int64_t> encode() const;
+  static StepResult decode(const std::vector<int64_t>& words);
 };
 
 }  // namespace conveyor

@@ -14,7 +14,7 @@
 
 namespace conveyor::testing {
 
-class FakeModelRunner : public ModelRunner {
+class FakeModelRunner : public LocalModelRunner {
  public:
   FakeModelRunner(int64_t vocab, int num_blocks, int block_size, std::vector<int64_t> eos = {})
       : num_blocks_(num_blocks), block_size_(block_size), slots_(static_cast<size_t>(num_blocks) * block_size, -1) {

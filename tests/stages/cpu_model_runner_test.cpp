@@ -24,7 +24,7 @@ Config dummy_config(int seed) {
   return cfg;
 }
 
-std::vector<float> run_prompt(ModelRunner& runner, const std::vector<int32_t>& prompt) {
+std::vector<float> run_prompt(LocalModelRunner& runner, const std::vector<int32_t>& prompt) {
   testing::Driver d(runner);
   return d.prefill(1, prompt, 5);
 }

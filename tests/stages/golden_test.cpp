@@ -54,7 +54,7 @@ Golden load_golden(const std::string& name) {
   return g;
 }
 
-std::unique_ptr<ModelRunner> make_runner(const Golden& g) {
+std::unique_ptr<LocalModelRunner> make_runner(const Golden& g) {
   return make_cpu_model_runner(testing::runner_config(g.dir, 64), g.spec);
 }
 

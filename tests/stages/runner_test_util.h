@@ -25,7 +25,7 @@ inline Config runner_config(const std::string& model_path, int num_blocks, int b
 
 class Driver {
  public:
-  explicit Driver(ModelRunner& runner) : runner_(runner), allocator_(runner.num_kv_blocks()) {}
+  explicit Driver(LocalModelRunner& runner) : runner_(runner), allocator_(runner.num_kv_blocks()) {}
 
   // Adds the next `tokens` of sequence `id` to `plan` (creating the sequence on first use).
   void add(StepPlan& plan, int64_t id, const std::vector<int32_t>& tokens, bool wants_logits) {
@@ -69,7 +69,7 @@ class Driver {
     BlockTable table;
     int32_t pos;
   };
-  ModelRunner& runner_;
+  LocalModelRunner& runner_;
   BlockAllocator allocator_;
   std::map<int64_t, Seq> seqs_;
 };

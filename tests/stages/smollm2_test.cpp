@@ -74,10 +74,10 @@ class SmolLm2Test : public ::testing::Test {
     delete spec_;
   }
   static ModelSpec* spec_;
-  static ModelRunner* runner_;
+  static LocalModelRunner* runner_;
 };
 ModelSpec* SmolLm2Test::spec_ = nullptr;
-ModelRunner* SmolLm2Test::runner_ = nullptr;
+LocalModelRunner* SmolLm2Test::runner_ = nullptr;
 
 TEST_F(SmolLm2Test, GreedyMatchesTransformersOneByOne) {
   CONVEYOR_REQUIRE_TEST_MODEL(testing::test_model_path());

@@ -23,7 +23,7 @@ constexpr int kBlocks = 32;
 constexpr int kBlockSize = 16;
 
 // Two stages on one TP rank, presented as a ModelRunner so the test driver can run it.
-class TwoStageRunner : public ModelRunner {
+class TwoStageRunner : public LocalModelRunner {
  public:
   TwoStageRunner(const ModelSpec& spec, const WeightSource& source, Communicator& tp) : spec_(spec), ops_(make_cpu_ops()) {
     const int64_t mid = spec.layers / 2;

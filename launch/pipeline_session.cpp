@@ -1,0 +1,77 @@
+// PipelineSession (see pipeline_session.h).
+#include "launch/pipeline_session.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/error.h"
+#include "runtime/log.h"
+
+namespace conveyor {
+
+namespace {
+Layout layout_of(const Config& cfg) {
+  return Layout{static_cast<int>(cfg.get_int("parallel.data")), static_cast<int>(cfg.get_int("parallel.pipeline")),
+                static_cast<int>(cfg.get_int("parallel.tensor"))};
+}
+}  // namespace
+
+PipelineSession::PipelineSession(const Config& cfg, const ModelSpec& spec, int* argc, char*** argv)
+    : mpi_(argc, argv) {
+  init_logging(mpi_.rank(), cfg.get_string("logging.level"));
+  cfg.check_world_size(mpi_.size());
+  world_ = std::make_unique<WorldConfig>(layout_of(cfg), mpi_.rank());
+  CONVEYOR_CHECK(world_->layout().data == 1, "data parallelism (parallel.data = ", world_->layout().data,
+                 ") is not supported by generate yet; run one job per replica (e.g. split the input file)");
+  const std::string backend = cfg.get_string("runtime.backend");
+  CONVEYOR_CHECK(backend != "cuda", "runtime.backend = cuda: the CUDA model runner is not wired into generate yet; "
+                 "use --set runtime.backend=cpu");
+  groups_ = make_process_groups(*world_, Backend::kCpu);
+  parts_ = make_pipeline_stage(cfg, spec, *world_, *groups_);
+}
+
+PipelineSession::~PipelineSession() {
+  parts_.stage.reset();
+  parts_.control.clear();
+  groups_.reset();
+}
+
+std::unique_ptr<ModelRunner> PipelineSession::make_runner() {
+  CONVEYOR_CHECK(is_leader(), "internal: only the leader drives the engine");
+  return std::make_unique<PipelineRunner>(*parts_.stage, parts_.micro_batches);
+}
+
+void PipelineSession::serve() { parts_.stage->serve(); }
+
+std::optional<PipelineUsage> PipelineSession::finish(const std::string& trace_path) {
+  const RankCoord me = world_->coord();
+  std::vector<RankTimeline> all = gather_timelines(parts_.stage->timeline(), me.data, me.stage, me.tensor, MPI_COMM_WORLD);
+  if (mpi_.rank() != 0) return std::nullopt;
+  PipelineUsage usage = summarize_usage(all);
+  if (!trace_path.empty()) {
+    std::ofstream out(trace_path);
+    CONVEYOR_CHECK(out.good(), "cannot write the trace to ", trace_path);
+    out << chrome_trace(all, usage).dump() << "\n";
+    CONVEYOR_CHECK(out.good(), "writing the trace to ", trace_path, " failed");
+  }
+  return usage;
+}
+
+std::string format_usage(const PipelineUsage& usage) {
+  std::ostringstream os;
+  char line[256];
+  for (const StageUsage& s : usage.stages) {
+    std::snprintf(line, sizeof line, "stage %d: busy %.1f%%, send %.1f%%, bubble %.1f%% (compute %.3f s of %.3f s)\n",
+                  s.stage, s.busy_pct, s.send_pct, s.bubble_pct, s.compute_s, usage.window_s);
+    os << line;
+  }
+  std::snprintf(line, sizeof line, "pipeline: busy %.1f%%, bubble %.1f%% averaged over %zu stages\n", usage.busy_pct,
+                usage.bubble_pct, usage.stages.size());
+  os << line;
+  return os.str();
+}
+
+}  // namespace conveyor

@@ -1,0 +1,49 @@
+// The pipeline run of one rank, for `conveyor generate` (and bench): MPI, the layout checked against
+// the world, the process groups and this rank's stage. The leader (stage 0, tp 0) drives an Engine
+// through make_runner(); every other rank serves plans until the leader shuts the pipeline down. At
+// the end all ranks gather their timelines: rank 0 gets the per-stage usage and writes the trace.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "runtime/config.h"
+#include "runtime/model_spec.h"
+#include "runtime/mpi_runtime.h"
+#include "runtime/process_groups.h"
+#include "runtime/world_config.h"
+#include "stages/model_runner.h"
+#include "stages/pipeline_stage.h"
+#include "stages/pipeline_trace.h"
+
+namespace conveyor {
+
+class PipelineSession {
+ public:
+  // Collective over MPI_COMM_WORLD; loads this rank's share of the weights.
+  PipelineSession(const Config& cfg, const ModelSpec& spec, int* argc, char*** argv);
+  ~PipelineSession();
+
+  bool is_leader() const { return world_->is_leader(); }
+  int rank() const { return mpi_.rank(); }
+  const WorldConfig& world() const { return *world_; }
+  // Leader: the Engine's runner (it refers to this session, which must outlive it).
+  std::unique_ptr<ModelRunner> make_runner();
+  // Other ranks: run plans until shutdown.
+  void serve();
+  // Collective, after the leader's engine has shut down: rank 0 gets the usage (and writes the
+  // Chrome trace to trace_path when not empty); other ranks get nothing.
+  std::optional<PipelineUsage> finish(const std::string& trace_path);
+
+ private:
+  MpiRuntime mpi_;
+  std::unique_ptr<WorldConfig> world_;
+  std::unique_ptr<ProcessGroups> groups_;
+  PipelineParts parts_;
+};
+
+// One line per stage: "stage 1: busy 71.2%, send 0.4%, bubble 28.4% (compute 1.20 s of 1.69 s)".
+std::string format_usage(const PipelineUsage& usage);
+
+}  // namespace conveyor

@@ -1,0 +1,289 @@
+// PipelineStage (see pipeline_stage.h). Wire protocol on a pipeline edge, per plan: a 2-word header
+// [plan words, hidden elements] on the control communicator, the plan words, then the hidden states on
+// the data communicator (none for the shutdown plan). Results go from the last stage's tp 0 to the
+// leader as [words] then the words. Inside stage 0 the leader broadcasts [words] then the words.
+#include "stages/pipeline_stage.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "runtime/config.h"
+#include "runtime/error.h"
+#include "runtime/mpi_communicator.h"
+#include "runtime/process_groups.h"
+#include "runtime/weight_loader.h"
+#include "runtime/weights_dummy.h"
+#include "runtime/world_config.h"
+#include "stages/architecture.h"
+#include "stages/cpu_ops.h"
+#include "stages/partitioner.h"
+
+namespace conveyor {
+
+PipelineStage::PipelineStage(const ModelSpec& spec, const WeightShare& share, WeightSet&& weights,
+                             std::unique_ptr<Ops> ops, const PagedKvShape& kv_shape, int stage, int num_stages,
+                             StageLinks links)
+    : spec_(spec), stage_(stage), num_stages_(num_stages), tp_rank_(share.tp_rank), links_(links), ops_(std::move(ops)) {
+  CONVEYOR_CHECK(num_stages == 1 || (links.pipeline && links.pipeline_ctl), "stage ", stage, " of ", num_stages,
+                 ": a pipeline needs its data and control communicators");
+  CONVEYOR_CHECK(share.tp_size == 1 || (links.tensor && links.tensor_ctl), "stage ", stage,
+                 ": tensor parallelism needs its communicators");
+  cache_ = std::make_unique<KvCache>(static_cast<int>(share.first_layer),
+                                     static_cast<int>(share.last_layer - share.first_layer), kv_shape);
+  model_ = std::make_unique<StageModel>(spec_, share, std::move(weights), *ops_, *cache_, links.tensor);
+}
+
+PipelineStage::~PipelineStage() = default;
+
+void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words, const Tensor& input) {
+  const bool samples = is_last() && tp_rank_ == 0;
+  if (samples) sampler_.apply(plan);
+  const double t0 = timeline_.now();
+  Tensor hidden = model_->forward(plan, input, is_last() ? &logits_ : nullptr);
+  StepResult result;
+  if (samples) result = sampler_.sample(plan, logits_.data(), spec_.vocab);
+  timeline_.add(plan.step, Phase::kCompute, t0, timeline_.now(), static_cast<int64_t>(plan.num_tokens()));
+  if (!is_last()) {
+    send_down(plan.step, words, hidden);
+  } else if (samples) {
+    send_result(result);
+  }
+}
+
+void PipelineStage::flush_sends() {
+  for (auto& o : outgoing_)
+    for (auto& r : o->requests) r->wait();
+  outgoing_.clear();
+}
+
+void PipelineStage::send_down(int64_t step, std::vector<int64_t> words, const Tensor& hidden) {
+  const double t0 = timeline_.now();
+  // The previous micro-batch's sends must be complete before more pile up: what is left of them is
+  // time this stage spends sending.
+  flush_sends();
+  auto o = std::make_unique<Outgoing>();
+  o->words = std::move(words);
+  o->hidden = hidden;
+  o->header = {static_cast<int64_t>(o->words.size()), hidden.empty() ? 0 : hidden.view().numel()};
+  const int next = stage_ + 1;
+  o->requests.push_back(links_.pipeline_ctl->isend(o->header.data(), 2, DType::kI64, next, nullptr));
+  o->requests.push_back(links_.pipeline_ctl->isend(o->words.data(), o->words.size(), DType::kI64, next, nullptr));
+  if (o->header[1] > 0)
+    o->requests.push_back(links_.pipeline->isend(hidden.view().data, static_cast<size_t>(o->header[1]),
+                                                 hidden.view().dtype, next, nullptr));
+  outgoing_.push_back(std::move(o));
+  timeline_.add(step, Phase::kSend, t0, timeline_.now(), hidden.empty() ? 0 : hidden.rows());
+}
+
+void PipelineStage::send_result(const StepResult& result) {
+  if (num_stages_ == 1) {
+    local_results_.push_back(result);
+    return;
+  }
+  const double t0 = timeline_.now();
+  auto o = std::make_unique<Outgoing>();
+  o->words = result.encode();
+  o->header = {static_cast<int64_t>(o->words.size()), 0};
+  o->requests.push_back(links_.pipeline_ctl->isend(o->header.data(), 1, DType::kI64, 0, nullptr));
+  o->requests.push_back(links_.pipeline_ctl->isend(o->words.data(), o->words.size(), DType::kI64, 0, nullptr));
+  outgoing_.push_back(std::move(o));
+  timeline_.add(result.step, Phase::kSend, t0, timeline_.now(), 0);
+}
+
+void PipelineStage::post_header_receive() {
+  next_header_request_ = links_.pipeline_ctl->irecv(next_header_.data(), 2, DType::kI64, stage_ - 1, nullptr);
+}
+
+StepPlan PipelineStage::receive_from_previous(std::vector<int64_t>* words, Tensor* hidden) {
+  const double t0 = timeline_.now();
+  if (!next_header_request_) post_header_receive();
+  next_header_request_->wait();
+  next_header_request_.reset();
+  const std::array<int64_t, 2> header = next_header_;
+  CONVEYOR_CHECK(header[0] > 0 && header[0] < (int64_t{1} << 34) && header[1] >= 0, "stage ", stage_,
+                 ": malformed message header [", header[0], ", ", header[1], "] from stage ", stage_ - 1);
+  words->assign(static_cast<size_t>(header[0]), 0);
+  links_.pipeline_ctl->recv(words->data(), words->size(), DType::kI64, stage_ - 1, nullptr);
+  StepPlan plan = StepPlan::decode(*words);
+  const int64_t expected = plan.shutdown ? 0 : static_cast<int64_t>(plan.num_tokens()) * spec_.hidden;
+  CONVEYOR_CHECK(header[1] == expected, "stage ", stage_, ": step ", plan.step, " brings ", header[1],
+                 " hidden values from stage ", stage_ - 1, ", expected ", expected);
+  if (expected > 0) {
+    *hidden = ops_->empty(static_cast<int64_t>(plan.num_tokens()), spec_.hidden);
+    links_.pipeline->recv(hidden->view().data, static_cast<size_t>(expected), hidden->view().dtype, stage_ - 1,
+                          nullptr);
+  }
+  // Overlap: the next micro-batch's header is already on its way while this one computes.
+  if (!plan.shutdown) post_header_receive();
+  timeline_.add(plan.step, Phase::kRecv, t0, timeline_.now(), static_cast<int64_t>(plan.num_tokens()));
+  return plan;
+}
+
+StepPlan PipelineStage::receive_from_leader(std::vector<int64_t>* words) {
+  const double t0 = timeline_.now();
+  int64_t n = 0;
+  links_.tensor_ctl->broadcast(&n, 1, 0);
+  CONVEYOR_CHECK(n > 0 && n < (int64_t{1} << 34), "stage 0 tp ", tp_rank_, ": malformed plan length ", n);
+  words->assign(static_cast<size_t>(n), 0);
+  links_.tensor_ctl->broadcast(words->data(), words->size(), 0);
+  StepPlan plan = StepPlan::decode(*words);
+  timeline_.add(plan.step, Phase::kRecv, t0, timeline_.now(), static_cast<int64_t>(plan.num_tokens()));
+  return plan;
+}
+
+void PipelineStage::serve() {
+  CONVEYOR_CHECK(!is_leader(), "internal: the leader submits plans, it does not serve");
+  std::vector<int64_t> words;
+  for (;;) {
+    Tensor hidden;
+    StepPlan plan = stage_ == 0 ? receive_from_leader(&words) : receive_from_previous(&words, &hidden);
+    if (plan.shutdown) {
+      if (!is_last()) send_down(plan.step, words, Tensor());
+      break;
+    }
+    run(plan, words, hidden);
+  }
+  flush_sends();
+}
+
+void PipelineStage::submit(const StepPlan& plan) {
+  CONVEYOR_CHECK(is_leader() && !shut_down_, "internal: submit on a rank that is not a live leader");
+  std::vector<int64_t> words = plan.encode();
+  if (links_.tensor_ctl) {
+    int64_t n = static_cast<int64_t>(words.size());
+    links_.tensor_ctl->broadcast(&n, 1, 0);
+    links_.tensor_ctl->broadcast(words.data(), words.size(), 0);
+  }
+  run(plan, words, Tensor());
+}
+
+StepResult PipelineStage::wait() {
+  CONVEYOR_CHECK(is_leader(), "internal: only the leader waits for results");
+  if (num_stages_ == 1) {
+    CONVEYOR_CHECK(!local_results_.empty(), "internal: wait() with no plan submitted");
+    StepResult r = std::move(local_results_.front());
+    local_results_.pop_front();
+    return r;
+  }
+  const double t0 = timeline_.now();
+  int64_t n = 0;
+  const int last = num_stages_ - 1;
+  links_.pipeline_ctl->recv(&n, 1, DType::kI64, last, nullptr);
+  CONVEYOR_CHECK(n > 0 && n < (int64_t{1} << 30), "leader: malformed result length ", n, " from stage ", last);
+  std::vector<int64_t> words(static_cast<size_t>(n));
+  links_.pipeline_ctl->recv(words.data(), words.size(), DType::kI64, last, nullptr);
+  StepResult r = StepResult::decode(words);
+  timeline_.add(r.step, Phase::kWait, t0, timeline_.now(), 0);
+  return r;
+}
+
+void PipelineStage::shutdown() {
+  if (!is_leader() || shut_down_) return;
+  shut_down_ = true;
+  StepPlan plan;
+  plan.step = -1;
+  plan.shutdown = true;
+  std::vector<int64_t> words = plan.encode();
+  if (links_.tensor_ctl) {
+    int64_t n = static_cast<int64_t>(words.size());
+    links_.tensor_ctl->broadcast(&n, 1, 0);
+    links_.tensor_ctl->broadcast(words.data(), words.size(), 0);
+  }
+  if (num_stages_ > 1) send_down(plan.step, words, Tensor());
+  flush_sends();
+}
+
+// --- construction ---------------------------------------------------------------------------------
+
+std::vector<std::array<int64_t, 2>> stage_layer_ranges(const Config& cfg, const ModelSpec& spec) {
+  Workload w;
+  w.batch = cfg.get_int("scheduler.max_num_seqs");
+  w.pipeline = static_cast<int>(cfg.get_int("parallel.pipeline"));
+  w.tensor = static_cast<int>(cfg.get_int("parallel.tensor"));
+  w.micro_batches = static_cast<int>(cfg.get_int("parallel.micro_batches"));
+  CONVEYOR_CHECK(spec.layers >= w.pipeline, spec.source, " has ", spec.layers, " layers, fewer than the ", w.pipeline,
+                 " pipeline stages asked for (parallel.pipeline)");
+  const PartitionPlan plan = plan_partition(spec, w, DeviceCeilings{}, cfg.get_int_list("parallel.partition"));
+  std::vector<std::array<int64_t, 2>> ranges;
+  for (const StageCost& s : plan.stages) ranges.push_back({s.first_layer, s.last_layer});
+  return ranges;
+}
+
+namespace {
+
+int agreed_kv_blocks(const Config& cfg, const ModelSpec& spec, const WeightShare& share, int kv_heads) {
+  const int block_size = static_cast<int>(cfg.get_int("cache.block_size"));
+  const int layers = static_cast<int>(share.last_layer - share.first_layer);
+  long long blocks = cfg.get_int("cache.num_blocks");
+  if (blocks <= 0) {
+    const double gib = cfg.get_float("cache.cpu_kv_cache_space");
+    const auto budget = static_cast<size_t>(gib * 1024.0 * 1024.0 * 1024.0);
+    blocks = KvCache::blocks_that_fit(budget, layers, block_size, kv_heads, static_cast<int>(spec.head_dim));
+    CONVEYOR_CHECK(blocks > 0, "cache.cpu_kv_cache_space = ", gib, " GiB holds no KV block of ", block_size,
+                   " tokens for ", share.describe(), "; raise it or set cache.num_blocks");
+  }
+  long long agreed = 0;
+  CONVEYOR_MPI_CHECK(MPI_Allreduce(&blocks, &agreed, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD));
+  return static_cast<int>(agreed);
+}
+
+std::unique_ptr<Communicator> control_comm(MPI_Comm group, const std::string& name) {
+  MPI_Comm dup = MPI_COMM_NULL;
+  CONVEYOR_MPI_CHECK(MPI_Comm_dup(group, &dup));
+  return std::make_unique<MpiCommunicator>(dup, name);
+}
+
+}  // namespace
+
+PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, const WorldConfig& world,
+                                  ProcessGroups& groups) {
+  const Layout& layout = world.layout();
+  const RankCoord me = world.coord();
+  const auto ranges = stage_layer_ranges(cfg, spec);
+  WeightShare share;
+  share.first_layer = ranges[static_cast<size_t>(me.stage)][0];
+  share.last_layer = ranges[static_cast<size_t>(me.stage)][1];
+  share.embedding = me.stage == 0;
+  share.final_norm = share.lm_head = me.stage == layout.pipeline - 1;
+  share.tp_rank = me.tensor;
+  share.tp_size = layout.tensor;
+  const ModelTraits traits = model_traits(spec, layout.tensor);
+
+  PipelineParts parts;
+  StageLinks links;
+  if (layout.tensor > 1) {
+    links.tensor = groups.tensor.get();
+    parts.control.push_back(control_comm(groups.tensor_mpi, "plan broadcast of stage " + std::to_string(me.stage)));
+    links.tensor_ctl = parts.control.back().get();
+  }
+  if (layout.pipeline > 1) {
+    links.pipeline = groups.pipeline.get();
+    parts.control.push_back(control_comm(groups.pipeline_mpi, "pipeline control of tp rank " + std::to_string(me.tensor)));
+    links.pipeline_ctl = parts.control.back().get();
+  }
+  WeightSet weights;
+  if (cfg.get_string("model.load_format") == "dummy") {
+    weights = make_dummy_weights(spec, share, static_cast<uint64_t>(cfg.get_int("runtime.seed")));
+  } else {
+    const std::string& path = cfg.get_string("model.path");
+    CONVEYOR_CHECK(!path.empty(), "model.path is empty: give a model directory or .gguf file (--model), or use "
+                   "--load-format dummy with --model-config");
+    weights = WeightLoader(spec, *open_weight_source(path)).load_share(share);
+  }
+  PagedKvShape kv;
+  kv.block_size = static_cast<int>(cfg.get_int("cache.block_size"));
+  kv.n_kv_heads = traits.attention.n_kv_heads;
+  kv.head_dim = static_cast<int>(spec.head_dim);
+  kv.num_blocks = agreed_kv_blocks(cfg, spec, share, kv.n_kv_heads);
+  parts.stage = std::make_unique<PipelineStage>(spec, share, std::move(weights), make_cpu_ops(), kv, me.stage,
+                                                layout.pipeline, links);
+  const int configured = static_cast<int>(cfg.get_int("parallel.micro_batches"));
+  parts.micro_batches = configured > 0 ? configured : layout.pipeline;
+  CONVEYOR_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  parts.stage->start_clock();
+  return parts;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,126 @@
+// PipelineStage: one rank's part of a pipeline-parallel, tensor-parallel model. The leader of a replica
+// (stage 0, tp 0) submits StepPlans; every rank runs its StageModel on each plan in order:
+//   stage 0:    plan from the leader (broadcast over the TP group) -> embedding + layers -> send down
+//   stage s>0:  plan + hidden states from stage s-1 (same tp rank) -> layers -> send down
+//   last stage: -> final norm, LM head -> tp 0 samples (PlanSampler) -> StepResult to the leader
+// Plans travel on MPI control communicators; hidden states on the data communicators (MPI here, NCCL on
+// the CUDA backend). Receives of micro-batch m+1 are posted before m is computed and sends are
+// non-blocking, so up to `micro_batches` plans are in the pipe at once. A shutdown plan flows down
+// the same path and ends serve() on every rank. Every rank records its spans in a StageTimeline.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "runtime/communicator.h"
+#include "runtime/kv_cache.h"
+#include "stages/backend.h"
+#include "stages/model_runner.h"
+#include "stages/pipeline_trace.h"
+#include "stages/plan_sampler.h"
+#include "stages/stage_model.h"
+
+namespace conveyor {
+
+class Config;
+class WorldConfig;
+struct ProcessGroups;
+
+// The communicators a stage uses; each is null when its group has one rank.
+struct StageLinks {
+  Communicator* tensor = nullptr;        // TP collectives of the layers (data plane)
+  Communicator* tensor_ctl = nullptr;    // MPI: plan broadcast inside stage 0
+  Communicator* pipeline = nullptr;      // hidden states between stages (data plane)
+  Communicator* pipeline_ctl = nullptr;  // MPI: plans down, results back to the leader
+};
+
+class PipelineStage {
+ public:
+  PipelineStage(const ModelSpec& spec, const WeightShare& share, WeightSet&& weights, std::unique_ptr<Ops> ops,
+                const PagedKvShape& kv_shape, int stage, int num_stages, StageLinks links);
+  ~PipelineStage();
+
+  bool is_leader() const { return stage_ == 0 && tp_rank_ == 0; }
+  const ModelSpec& spec() const { return spec_; }
+  int num_kv_blocks() const { return cache_->shape().num_blocks; }
+  int block_size() const { return cache_->shape().block_size; }
+  int num_stages() const { return num_stages_; }
+  int stage() const { return stage_; }
+  const StageTimeline& timeline() const { return timeline_; }
+  // Call on every rank right after a barrier: the spans' common origin.
+  void start_clock() { timeline_.restart(); }
+
+  // Non-leader ranks: run plans until the shutdown plan arrives.
+  void serve();
+  // Leader only.
+  void submit(const StepPlan& plan);
+  StepResult wait();
+  void shutdown();
+
+ private:
+  struct Outgoing {
+    std::array<int64_t, 2> header{};
+    std::vector<int64_t> words;
+    Tensor hidden;
+    std::vector<std::unique_ptr<CommRequest>> requests;
+  };
+  void run(const StepPlan& plan, const std::vector<int64_t>& words, const Tensor& input);
+  void send_down(int64_t step, std::vector<int64_t> words, const Tensor& hidden);
+  void send_result(const StepResult& result);
+  void flush_sends();
+  StepPlan receive_from_leader(std::vector<int64_t>* words);
+  StepPlan receive_from_previous(std::vector<int64_t>* words, Tensor* hidden);
+  void post_header_receive();
+  bool is_last() const { return stage_ == num_stages_ - 1; }
+
+  ModelSpec spec_;
+  int stage_, num_stages_, tp_rank_;
+  StageLinks links_;
+  std::unique_ptr<Ops> ops_;
+  std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<StageModel> model_;
+  PlanSampler sampler_;
+  std::vector<float> logits_;
+  std::deque<StepResult> local_results_;  // pp = 1: the leader samples itself
+  std::deque<std::unique_ptr<Outgoing>> outgoing_;
+  std::array<int64_t, 2> next_header_{};
+  std::unique_ptr<CommRequest> next_header_request_;
+  bool shut_down_ = false;
+  StageTimeline timeline_;
+};
+
+// The leader's view of its replica's pipeline, for the Engine: up to micro_batches plans in flight.
+class PipelineRunner final : public ModelRunner {
+ public:
+  PipelineRunner(PipelineStage& stage, int micro_batches) : stage_(stage), micro_batches_(micro_batches) {}
+  const ModelSpec& spec() const override { return stage_.spec(); }
+  int num_kv_blocks() const override { return stage_.num_kv_blocks(); }
+  int block_size() const override { return stage_.block_size(); }
+  int max_in_flight() const override { return micro_batches_; }
+  void submit(const StepPlan& plan) override { stage_.submit(plan); }
+  StepResult wait() override { return stage_.wait(); }
+  void shutdown() override { stage_.shutdown(); }
+
+ private:
+  PipelineStage& stage_;
+  int micro_batches_;
+};
+
+// This rank's layers: parallel.partition when given, else the planner's min-max split for the
+// configured batch. Returns [first, last) per stage.
+std::vector<std::array<int64_t, 2>> stage_layer_ranges(const Config& cfg, const ModelSpec& spec);
+
+// Everything one rank needs to take part: its share of the weights (loaded or dummy), its KV cache
+// (the block count agreed as the minimum over all ranks), the control communicators. Collective over
+// MPI_COMM_WORLD. The returned stage keeps pointers into `groups`.
+struct PipelineParts {
+  std::vector<std::unique_ptr<Communicator>> control;  // owned MPI control communicators
+  std::unique_ptr<PipelineStage> stage;
+  int micro_batches = 1;
+};
+PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, const WorldConfig& world,
+                                  ProcessGroups& groups);
+
+}  // namespace conveyor

@@ -1,0 +1,134 @@
+// Pipeline timelines: gathering, the usage summary and the Chrome trace (see pipeline_trace.h).
+#include "stages/pipeline_trace.h"
+
+#include <algorithm>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/error.h"
+
+namespace conveyor {
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::kRecv: return "recv";
+    case Phase::kCompute: return "compute";
+    case Phase::kSend: return "send";
+    case Phase::kWait: return "wait";
+  }
+  return "?";
+}
+
+namespace {
+constexpr int kHeaderWords = 4;  // data, stage, tensor, span count
+constexpr int kSpanWords = 5;
+}  // namespace
+
+std::vector<RankTimeline> gather_timelines(const StageTimeline& mine, int data, int stage, int tensor, MPI_Comm comm) {
+  // Spans as doubles: [data, stage, tensor, n, then per span step, phase, begin, end, tokens].
+  std::vector<double> flat = {double(data), double(stage), double(tensor), double(mine.spans().size())};
+  for (const Span& s : mine.spans())
+    flat.insert(flat.end(), {double(s.step), double(static_cast<int>(s.phase)), s.begin_s, s.end_s, double(s.tokens)});
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int count = static_cast<int>(flat.size());
+  std::vector<int> counts(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
+  CONVEYOR_MPI_CHECK(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm));
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    displs[static_cast<size_t>(r)] = total;
+    total += counts[static_cast<size_t>(r)];
+  }
+  std::vector<double> all(rank == 0 ? static_cast<size_t>(total) : 0);
+  CONVEYOR_MPI_CHECK(MPI_Gatherv(flat.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE,
+                                 0, comm));
+  std::vector<RankTimeline> out;
+  if (rank != 0) return out;
+  for (int r = 0; r < size; ++r) {
+    const double* p = all.data() + displs[static_cast<size_t>(r)];
+    RankTimeline t;
+    t.rank = r;
+    t.data = static_cast<int>(p[0]);
+    t.stage = static_cast<int>(p[1]);
+    t.tensor = static_cast<int>(p[2]);
+    const auto n = static_cast<size_t>(p[3]);
+    CONVEYOR_CHECK(kHeaderWords + n * kSpanWords == static_cast<size_t>(counts[static_cast<size_t>(r)]),
+                   "timeline of rank ", r, " is malformed");
+    for (size_t i = 0; i < n; ++i) {
+      const double* s = p + kHeaderWords + i * kSpanWords;
+      t.spans.push_back(Span{static_cast<int64_t>(s[0]), static_cast<Phase>(static_cast<int>(s[1])), s[2], s[3],
+                             static_cast<int64_t>(s[4])});
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+PipelineUsage summarize_usage(const std::vector<RankTimeline>& ranks) {
+  PipelineUsage u;
+  double first = 0, last = 0;
+  bool any = false;
+  for (const RankTimeline& r : ranks)
+    for (const Span& s : r.spans) {
+      first = any ? std::min(first, s.begin_s) : s.begin_s;
+      last = any ? std::max(last, s.end_s) : s.end_s;
+      any = true;
+    }
+  u.window_s = any ? last - first : 0;
+  std::map<int, StageUsage> by_stage;
+  std::map<int, int> ranks_in_stage;
+  for (const RankTimeline& r : ranks) {
+    StageUsage& st = by_stage[r.stage];
+    st.stage = r.stage;
+    ++ranks_in_stage[r.stage];
+    for (const Span& s : r.spans) {
+      if (s.phase == Phase::kCompute) st.compute_s += s.end_s - s.begin_s;
+      if (s.phase == Phase::kSend) st.send_s += s.end_s - s.begin_s;
+    }
+  }
+  for (auto& [stage, st] : by_stage) {
+    const double n = ranks_in_stage[stage];
+    st.compute_s /= n;
+    st.send_s /= n;
+    st.idle_s = std::max(0.0, u.window_s - st.compute_s - st.send_s);
+    if (u.window_s > 0) {
+      st.busy_pct = 100.0 * st.compute_s / u.window_s;
+      st.send_pct = 100.0 * st.send_s / u.window_s;
+      st.bubble_pct = std::max(0.0, 100.0 - st.busy_pct - st.send_pct);
+    }
+    u.busy_pct += st.busy_pct / static_cast<double>(by_stage.size());
+    u.bubble_pct += st.bubble_pct / static_cast<double>(by_stage.size());
+    u.stages.push_back(st);
+  }
+  return u;
+}
+
+nlohmann::json PipelineUsage::to_json() const {
+  nlohmann::json stages_json = nlohmann::json::array();
+  for (const StageUsage& s : stages)
+    stages_json.push_back({{"stage", s.stage}, {"compute_s", s.compute_s}, {"send_s", s.send_s}, {"idle_s", s.idle_s},
+                           {"busy_pct", s.busy_pct}, {"send_pct", s.send_pct}, {"bubble_pct", s.bubble_pct}});
+  return {{"window_s", window_s}, {"busy_pct", busy_pct}, {"bubble_pct", bubble_pct}, {"stages", stages_json}};
+}
+
+nlohmann::json chrome_trace(const std::vector<RankTimeline>& ranks, const PipelineUsage& usage) {
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", "conveyor pipeline"}}}});
+  for (const RankTimeline& r : ranks) {
+    const std::string track = "rank " + std::to_string(r.rank) + " (dp " + std::to_string(r.data) + ", stage " +
+                              std::to_string(r.stage) + ", tp " + std::to_string(r.tensor) + ")";
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", r.rank}, {"args", {{"name", track}}}});
+    events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", 0}, {"tid", r.rank},
+                      {"args", {{"sort_index", r.rank}}}});
+    for (const Span& s : r.spans)
+      events.push_back({{"ph", "X"}, {"pid", 0}, {"tid", r.rank}, {"cat", phase_name(s.phase)},
+                        {"name", std::string(phase_name(s.phase)) + " mb " + std::to_string(s.step)},
+                        {"ts", s.begin_s * 1e6}, {"dur", (s.end_s - s.begin_s) * 1e6},
+                        {"args", {{"micro_batch", s.step}, {"tokens", s.tokens}, {"stage", r.stage}}}});
+  }
+  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"conveyor_usage", usage.to_json()}};
+}
+
+}  // namespace conveyor

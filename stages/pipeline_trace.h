@@ -1,0 +1,80 @@
+// What every rank of the pipeline did and when: spans per micro-batch and phase (waiting to receive,
+// computing, sending, and on the leader waiting for results), on a clock whose origin all ranks take
+// right after a barrier. Rank 0 gathers them into the run summary (per stage: busy, send and bubble
+// shares of the run's window) and a Chrome/Perfetto trace (one track per rank). The summary is computed
+// from the same spans the trace shows, so the two always agree.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace conveyor {
+
+enum class Phase { kRecv, kCompute, kSend, kWait };
+const char* phase_name(Phase p);
+
+struct Span {
+  int64_t step = 0;    // the micro-batch (plan step)
+  Phase phase = Phase::kCompute;
+  double begin_s = 0;  // seconds since the common origin
+  double end_s = 0;
+  int64_t tokens = 0;  // tokens of the micro-batch
+};
+
+class StageTimeline {
+ public:
+  StageTimeline() : origin_(std::chrono::steady_clock::now()) {}
+  double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin_).count(); }
+  void add(int64_t step, Phase phase, double begin_s, double end_s, int64_t tokens) {
+    spans_.push_back(Span{step, phase, begin_s, end_s, tokens});
+  }
+  const std::vector<Span>& spans() const { return spans_; }
+  // Restarts the clock (call right after a barrier) and forgets the spans.
+  void restart() {
+    origin_ = std::chrono::steady_clock::now();
+    spans_.clear();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point origin_;
+  std::vector<Span> spans_;
+};
+
+struct RankTimeline {
+  int rank = 0, data = 0, stage = 0, tensor = 0;
+  std::vector<Span> spans;
+};
+
+// Collective over `comm` (every rank calls it): rank 0 of comm gets every rank's timeline, ordered by
+// rank; the others get an empty vector. coords = {data, stage, tensor} of the caller.
+std::vector<RankTimeline> gather_timelines(const StageTimeline& mine, int data, int stage, int tensor, MPI_Comm comm);
+
+struct StageUsage {
+  int stage = 0;
+  double compute_s = 0, send_s = 0, idle_s = 0;  // per rank of the stage, averaged over its ranks
+  double busy_pct = 0, send_pct = 0, bubble_pct = 0;  // of the window; they sum to 100
+};
+
+struct PipelineUsage {
+  double window_s = 0;  // first span begin to last span end, over all ranks
+  std::vector<StageUsage> stages;
+  double busy_pct = 0, bubble_pct = 0;  // averaged over stages
+  nlohmann::json to_json() const;
+};
+
+// busy = computing; send = posting and completing sends; bubble = the rest of the window (waiting to
+// receive, waiting for results, idle): a stage that has nothing to do while others work.
+PipelineUsage summarize_usage(const std::vector<RankTimeline>& ranks);
+
+// Chrome trace event format (loads in chrome://tracing and ui.perfetto.dev): one process, one thread
+// (track) per rank named "rank R (stage S, tp T)", complete ("X") events in microseconds, plus the
+// usage under "conveyor_usage".
+nlohmann::json chrome_trace(const std::vector<RankTimeline>& ranks, const PipelineUsage& usage);
+
+}  // namespace conveyor

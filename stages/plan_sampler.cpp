@@ -1,0 +1,52 @@
+// PlanSampler (see plan_sampler.h).
+#include "stages/plan_sampler.h"
+
+#include "runtime/error.h"
+#include "stages/model_runner.h"
+
+namespace conveyor {
+
+void PlanSampler::apply(const StepPlan& plan) {
+  if (!sampler_ || !plan.eos_ids.empty()) sampler_ = std::make_unique<Sampler>(plan.eos_ids);
+  for (const NewSequence& n : plan.new_seqs) {
+    SeqState& s = seqs_[n.seq_id];
+    s = SeqState{n.seed, n.params, n.prompt_ids, {}};
+  }
+  for (int64_t id : plan.retired) seqs_.erase(id);
+}
+
+StepResult PlanSampler::sample(const StepPlan& plan, const float* logits, int64_t vocab) {
+  StepResult result;
+  result.step = plan.step;
+  size_t row = 0;
+  for (const SeqChunk& c : plan.seqs) {
+    if (!c.wants_logits) continue;
+    auto it = seqs_.find(c.seq_id);
+    CONVEYOR_CHECK(it != seqs_.end(), "step ", plan.step, ": sequence ", c.seq_id,
+                   " wants a token but the sampling stage was never told about it (a plan was lost or reordered)");
+    SeqState& s = it->second;
+    SequenceView view{s.prompt_ids, s.output_ids, s.seed};
+    result.samples.push_back(sampler_->sample(logits + row * vocab, vocab, view, s.params));
+    s.output_ids.push_back(result.samples.back().token);
+    ++row;
+  }
+  return result;
+}
+
+void LocalModelRunner::submit(const StepPlan& plan) {
+  sampler_.apply(plan);
+  forward(plan, &logits_);
+  const int64_t vocab = spec().vocab;
+  CONVEYOR_CHECK(logits_.size() == plan.num_logits() * static_cast<size_t>(vocab), "runner returned ", logits_.size(),
+                 " logits for ", plan.num_logits(), " rows of vocab ", vocab);
+  done_.push_back(sampler_.sample(plan, logits_.data(), vocab));
+}
+
+StepResult LocalModelRunner::wait() {
+  CONVEYOR_CHECK(!done_.empty(), "internal: wait() with no plan submitted");
+  StepResult r = std::move(done_.front());
+  done_.pop_front();
+  return r;
+}
+
+}  // namespace conveyor
