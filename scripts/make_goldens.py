@@ -79,6 +79,12 @@ MODELS = {
         vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=1, max_position_embeddings=64, rms_norm_eps=1e-5,
         rope_parameters=dict(rope_type="dynamic", rope_theta=10000.0, factor=2.0)), 1005),
+    # Five layers, so pipelines of 2, 3 and 4 stages (and uneven splits like [1, 3, 1]) have layers
+    # on every stage; GQA 4:2 splits over tp = 2.
+    "llama_deep": (LlamaForCausalLM, LlamaConfig, dict(
+        vocab_size=288, hidden_size=64, intermediate_size=96, num_hidden_layers=5, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=512, rms_norm_eps=1e-5,
+        rope_parameters=dict(rope_type="default", rope_theta=10000.0)), 1006),
 }
 
 

@@ -156,7 +156,7 @@ TEST_P(GoldenTest, ChunkedPrefillInterleavedWithDecodes) {
 
 INSTANTIATE_TEST_SUITE_P(Goldens, GoldenTest,
                          ::testing::Values("llama3_rope", "qwen2_tied_mqa", "mistral_swa", "llama_hd128",
-                                           "llama_dynamic"));
+                                           "llama_dynamic", "llama_deep"));
 
 // transformers 5 writes rope settings under rope_parameters; each golden must parse to its rule.
 TEST(GoldenSpecs, RopeParametersAreRead) {
