@@ -112,6 +112,7 @@ struct GemmRunner::Impl {
   }
 
   std::unique_ptr<Plan> make_plan(const ShapeKey& key, const void* bias);
+  cublasStatus_t heuristic(Plan& plan, const ShapeKey& key, uint32_t reduction_mask) const;
   cublasStatus_t matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, void* y, const void* x, const void* w,
                         cudaStream_t stream) const;
   void tune(Plan& plan, void* y, const void* x, const void* w, cudaStream_t stream);
@@ -132,28 +133,21 @@ std::unique_ptr<GemmRunner::Plan> GemmRunner::Impl::make_plan(const ShapeKey& ke
   CONVEYOR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, cuda_type(key.ab), k, m, static_cast<int64_t>(k)));
   CONVEYOR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->d, cuda_type(key.out), n, m, static_cast<int64_t>(n)));
 
-  cublasLtMatmulPreference_t pref = nullptr;
-  CONVEYOR_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  // Split-K partial sums are kept in fp32 (the compute type): reducing them in a bf16 output would
+  // round every partial. Only if no such algorithm exists are the other schemes allowed.
   cublasStatus_t rc = CUBLAS_STATUS_SUCCESS;
-  try {
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(workspace_bytes));
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_w);
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_x);
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_y);
-    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_y);
-    rc = cublasLtMatmulAlgoGetHeuristic(handle, plan->op, plan->a, plan->b, plan->d, plan->d, pref, kCandidates,
-                                        plan->candidates, &plan->n_candidates);
-  } catch (...) {
-    cublasLtMatmulPreferenceDestroy(pref);
-    throw;
-  }
-  cublasLtMatmulPreferenceDestroy(pref);
-  // Keep only usable candidates, in the heuristic's order (best first).
   int usable = 0;
-  for (int i = 0; rc == CUBLAS_STATUS_SUCCESS && i < plan->n_candidates; ++i) {
-    if (plan->candidates[i].state == CUBLAS_STATUS_SUCCESS) plan->candidates[usable++] = plan->candidates[i];
+  for (uint32_t mask : {static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE),
+                        static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_MASK)}) {
+    rc = heuristic(*plan, key, mask);
+    // Keep only usable candidates, in the heuristic's order (best first).
+    usable = 0;
+    for (int i = 0; rc == CUBLAS_STATUS_SUCCESS && i < plan->n_candidates; ++i) {
+      if (plan->candidates[i].state == CUBLAS_STATUS_SUCCESS) plan->candidates[usable++] = plan->candidates[i];
+    }
+    plan->n_candidates = usable;
+    if (usable > 0) break;
   }
-  plan->n_candidates = usable;
   CONVEYOR_CHECK(usable > 0, "GemmRunner: cuBLASLt has no algorithm for y[", key.m, ", ", key.n, "] (",
                  dtype_name(key.out), ") = x[", key.m, ", ", key.k, "] * w[", key.n, ", ", key.k, "]^T (",
                  dtype_name(key.ab), key.bias_epilogue ? ", bias epilogue" : "", "; alignments x/w/y/bias ",
@@ -162,6 +156,28 @@ std::unique_ptr<GemmRunner::Plan> GemmRunner::Impl::make_plan(const ShapeKey& ke
                  "). Use 16-byte aligned buffers and dimensions that are multiples of 8.");
   plan->algo = plan->candidates[0].algo;
   return plan;
+}
+
+cublasStatus_t GemmRunner::Impl::heuristic(Plan& plan, const ShapeKey& key, uint32_t reduction_mask) const {
+  cublasLtMatmulPreference_t pref = nullptr;
+  CONVEYOR_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  cublasStatus_t rc = CUBLAS_STATUS_SUCCESS;
+  try {
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(workspace_bytes));
+    set_pref(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, reduction_mask);
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_w);
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_x);
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_y);
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_y);
+    rc = cublasLtMatmulAlgoGetHeuristic(handle, plan.op, plan.a, plan.b, plan.d, plan.d, pref, kCandidates,
+                                        plan.candidates, &plan.n_candidates);
+  } catch (...) {
+    cublasLtMatmulPreferenceDestroy(pref);
+    throw;
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (rc != CUBLAS_STATUS_SUCCESS) plan.n_candidates = 0;
+  return rc;
 }
 
 cublasStatus_t GemmRunner::Impl::matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, void* y, const void* x,
