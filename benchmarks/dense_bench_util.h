@@ -1,0 +1,138 @@
+// Shared by the dense-kernel microbenchmarks (gemm_bench, norm_bench): random device fills, event
+// timing (warm-up, then the median of samples of several back-to-back calls) and the report: one
+// JSON object per case on stdout, all of them as an array with `--json PATH`. Peaks are the H200's.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/dtype.h"
+#include "runtime/cuda/cuda_check.h"
+
+namespace conveyor::bench {
+
+constexpr double kPeakGBs = 4280.0;    // H200 HBM3e
+constexpr double kPeakTflops = 810.0;  // the project's dense bf16 reference figure
+
+// Uniform values in [-1, 1) from a hash of the index: no host round trip for large weights.
+template <typename T>
+__global__ void fill_kernel(T* p, int64_t n, uint32_t seed) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32) * 40503u;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    const float v = static_cast<float>(h & 0xffffffu) / 8388608.f - 1.f;
+    if constexpr (sizeof(T) == 4) {
+      p[i] = v;
+    } else {
+      p[i] = T(v);
+    }
+  }
+}
+
+// A device buffer of n elements of dt (bf16, f16 or f32) filled with random values.
+class DeviceArray {
+ public:
+  DeviceArray(int64_t n, DType dt, uint32_t seed) : bytes_(static_cast<size_t>(n) * dtype_size(dt)) {
+    CONVEYOR_CUDA_CHECK(cudaMalloc(&ptr_, bytes_));
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 65536));
+    if (dt == DType::kF32) {
+      fill_kernel<float><<<blocks, 256>>>(static_cast<float*>(ptr_), n, seed);
+    } else if (dt == DType::kBF16) {
+      fill_kernel<__nv_bfloat16><<<blocks, 256>>>(static_cast<__nv_bfloat16*>(ptr_), n, seed);
+    } else {
+      fill_kernel<__half><<<blocks, 256>>>(static_cast<__half*>(ptr_), n, seed);
+    }
+    CONVEYOR_CUDA_CHECK(cudaGetLastError());
+  }
+  ~DeviceArray() { cudaFree(ptr_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  void* get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Median time of one call in microseconds: `warmup` calls, then `samples` samples of `calls`
+// back-to-back calls between two events. fn(i) enqueues call number i on `stream`.
+template <typename Fn>
+double median_us(Fn&& fn, cudaStream_t stream, int samples = 30, int calls = 10, int warmup = 3) {
+  cudaEvent_t start, stop;
+  CONVEYOR_CUDA_CHECK(cudaEventCreate(&start));
+  CONVEYOR_CUDA_CHECK(cudaEventCreate(&stop));
+  int call = 0;
+  for (int i = 0; i < warmup; ++i) fn(call++);
+  std::vector<double> times;
+  for (int s = 0; s < samples; ++s) {
+    CONVEYOR_CUDA_CHECK(cudaEventRecord(start, stream));
+    for (int c = 0; c < calls; ++c) fn(call++);
+    CONVEYOR_CUDA_CHECK(cudaEventRecord(stop, stream));
+    CONVEYOR_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.f;
+    CONVEYOR_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(1000.0 * ms / calls);
+  }
+  CONVEYOR_CUDA_CHECK(cudaEventDestroy(start));
+  CONVEYOR_CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+struct Case {
+  std::string name, shape, dtype;
+  double time_us = 0, bytes = 0, flops = 0;
+};
+
+class Report {
+ public:
+  // Reads `--json PATH` (the only option shared by all benches); other flags are the caller's.
+  Report(int argc, char** argv) {
+    for (int i = 1; i + 1 < argc; ++i) {
+      if (std::strcmp(argv[i], "--json") == 0) json_path_ = argv[i + 1];
+    }
+  }
+  void add(const Case& c) {
+    const double gbs = c.bytes / (c.time_us * 1e3);
+    const double tflops = c.flops / (c.time_us * 1e6);
+    char buf[640];
+    std::snprintf(buf, sizeof(buf),
+                  "{\"name\": \"%s\", \"shape\": \"%s\", \"dtype\": \"%s\", \"time_us\": %.2f, \"bytes\": %.0f, "
+                  "\"GB/s\": %.1f, \"TFLOP/s\": %.2f, \"pct_of_4280_GBs\": %.1f, \"pct_of_810_TFLOPs\": %.1f}",
+                  c.name.c_str(), c.shape.c_str(), c.dtype.c_str(), c.time_us, c.bytes, gbs, tflops,
+                  100.0 * gbs / kPeakGBs, 100.0 * tflops / kPeakTflops);
+    std::printf("%s\n", buf);
+    std::fflush(stdout);
+    lines_.emplace_back(buf);
+  }
+  // Writes the JSON array if --json was given; returns the process exit code.
+  int finish() const {
+    if (json_path_.empty()) return 0;
+    FILE* f = std::fopen(json_path_.c_str(), "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "cannot write %s\n", json_path_.c_str());
+      return 1;
+    }
+    std::fprintf(f, "[\n");
+    for (size_t i = 0; i < lines_.size(); ++i) std::fprintf(f, "  %s%s\n", lines_[i].c_str(), i + 1 < lines_.size() ? "," : "");
+    std::fprintf(f, "]\n");
+    std::fclose(f);
+    return 0;
+  }
+
+ private:
+  std::string json_path_;
+  std::vector<std::string> lines_;
+};
+
+}  // namespace conveyor::bench

@@ -1,0 +1,33 @@
+// Small element-wise GPU ops around the decoder layer: add, row gather (last token of each
+// sequence before the LM head), dtype conversion and a bias add for GEMMs whose bias the cuBLASLt
+// epilogue cannot take. Enqueue only; device pointers; every result is computed in fp32 and
+// rounded once to the output type.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/dtype.h"
+
+namespace conveyor {
+
+// out[i] = a[i] + b[i]. dt: kBF16, kF16 or kF32. out may alias a or b.
+void add_cuda(void* out, const void* a, const void* b, int64_t n, DType dt, cudaStream_t s);  // all [n]
+
+// out[i, :] = x[rows[i], :]. Row indices are not validated on the device. dt: kBF16, kF16 or kF32.
+void gather_rows_cuda(void* out,              // [n_rows, cols]
+                      const void* x,          // [>max(rows) + 1, cols]
+                      const int32_t* rows,    // [n_rows]
+                      int64_t n_rows, int64_t cols, DType dt, cudaStream_t s);
+
+// dst[i] = src[i] converted (round to nearest even). Types: kF32, kBF16, kF16 in any combination;
+// equal types copy. dst must not alias src unless the types are equal and dst == src.
+void convert_cuda(void* dst, DType dst_t, const void* src, DType src_t, int64_t n, cudaStream_t s);  // [n]
+
+// y[r, c] += bias[c]. y_t: kF32, kBF16 or kF16; bias_t the same set.
+void add_bias_cuda(void* y, DType y_t,           // [rows, cols]
+                   const void* bias, DType bias_t,  // [cols]
+                   int64_t rows, int64_t cols, cudaStream_t s);
+
+}  // namespace conveyor

@@ -1,0 +1,261 @@
+// GemmRunner (see gemm.h). Row-major y = x w^T is the column-major product D[n, m] = op(A) * B with
+// A = w read as column-major [k, n] and transposed, B = x read as column-major [k, m] and D = y read
+// as column-major [n, m]: no data moves. The bias rides the cuBLASLt epilogue when y has the input
+// type (the epilogue takes bias in D's type only); for f32 logits it is a separate add.
+#include "kernels/cuda/gemm.h"
+
+#include <cublasLt.h>
+
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "kernels/cuda/elementwise.h"
+#include "runtime/cuda/cuda_check.h"
+
+#define CONVEYOR_CUBLAS_CHECK(expr)                                                                  \
+  do {                                                                                               \
+    cublasStatus_t conveyor_cublas_rc_ = (expr);                                                     \
+    if (conveyor_cublas_rc_ != CUBLAS_STATUS_SUCCESS) {                                              \
+      ::conveyor::throw_error(::conveyor::detail::concat("cuBLASLt call failed: " #expr " — ",       \
+                                                         cublasLtGetStatusName(conveyor_cublas_rc_), \
+                                                         ": ", cublasLtGetStatusString(conveyor_cublas_rc_)), \
+                              __FILE__, __LINE__);                                                   \
+    }                                                                                                \
+  } while (0)
+
+namespace conveyor {
+namespace {
+
+constexpr int kCandidates = 8;  // heuristic results timed on first use of a shape
+constexpr int kTuneRuns = 5;    // timed runs per candidate, after one warm-up
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::kBF16: return CUDA_R_16BF;
+    case DType::kF16: return CUDA_R_16F;
+    case DType::kF32: return CUDA_R_32F;
+    default: CONVEYOR_THROW("GemmRunner: no cuBLASLt type for dtype ", dtype_name(t));
+  }
+}
+
+// Largest power of two <= 16 dividing the address: the alignment cuBLASLt may rely on. (Its default
+// assumption is 256 bytes, which views into a larger buffer need not meet.)
+uint32_t alignment_of(const void* p) {
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 16;
+  while (align > 1 && addr % align != 0) align /= 2;
+  return align;
+}
+
+struct ShapeKey {
+  int64_t m, n, k;
+  DType ab, out;
+  bool bias_epilogue;
+  uint32_t align_x, align_w, align_y, align_bias;
+  bool operator<(const ShapeKey& o) const {
+    return std::tie(m, n, k, ab, out, bias_epilogue, align_x, align_w, align_y, align_bias) <
+           std::tie(o.m, o.n, o.k, o.ab, o.out, o.bias_epilogue, o.align_x, o.align_w, o.align_y, o.align_bias);
+  }
+};
+
+template <typename V>
+void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const V& value) {
+  CONVEYOR_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)));
+}
+
+template <typename V>
+void set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const V& value) {
+  CONVEYOR_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
+}
+
+}  // namespace
+
+// Descriptors for one shape and the algorithm picked for it. Owns its cuBLASLt objects.
+struct GemmRunner::Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr;  // w
+  cublasLtMatrixLayout_t b = nullptr;  // x
+  cublasLtMatrixLayout_t d = nullptr;  // y (also C, with beta = 0)
+  cublasLtMatmulHeuristicResult_t candidates[kCandidates] = {};
+  int n_candidates = 0;
+  cublasLtMatmulAlgo_t algo = {};
+  bool tuned = false;
+
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    if (d != nullptr) cublasLtMatrixLayoutDestroy(d);
+    if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
+    if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
+    if (op != nullptr) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+struct GemmRunner::Impl {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  cudaEvent_t start = nullptr;
+  cudaEvent_t stop = nullptr;
+  bool autotune = true;
+  std::map<ShapeKey, std::unique_ptr<Plan>> plans;
+
+  ~Impl() {
+    plans.clear();
+    // Destructors must not throw: errors here are ignored (the context may already be gone).
+    if (stop != nullptr) cudaEventDestroy(stop);
+    if (start != nullptr) cudaEventDestroy(start);
+    if (workspace != nullptr) cudaFree(workspace);
+    if (handle != nullptr) cublasLtDestroy(handle);
+  }
+
+  std::unique_ptr<Plan> make_plan(const ShapeKey& key, const void* bias);
+  cublasStatus_t heuristic(Plan& plan, const ShapeKey& key, uint32_t reduction_mask) const;
+  cublasStatus_t matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, void* y, const void* x, const void* w,
+                        cudaStream_t stream) const;
+  void tune(Plan& plan, void* y, const void* x, const void* w, cudaStream_t stream);
+};
+
+std::unique_ptr<GemmRunner::Plan> GemmRunner::Impl::make_plan(const ShapeKey& key, const void* bias) {
+  auto plan = std::make_unique<Plan>();
+  CONVEYOR_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  set_desc(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<int32_t>(CUBLAS_OP_T));
+  set_desc(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<int32_t>(CUBLAS_OP_N));
+  if (key.bias_epilogue) {
+    set_desc(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<int32_t>(CUBLASLT_EPILOGUE_BIAS));
+    set_desc(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(cuda_type(key.out)));
+    set_desc(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);  // the heuristic reads its alignment
+  }
+  const auto m = static_cast<uint64_t>(key.m), n = static_cast<uint64_t>(key.n), k = static_cast<uint64_t>(key.k);
+  CONVEYOR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, cuda_type(key.ab), k, n, static_cast<int64_t>(k)));
+  CONVEYOR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, cuda_type(key.ab), k, m, static_cast<int64_t>(k)));
+  CONVEYOR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->d, cuda_type(key.out), n, m, static_cast<int64_t>(n)));
+
+  // Split-K partial sums are kept in fp32 (the compute type): reducing them in a bf16 output would
+  // round every partial. Only if no such algorithm exists are the other schemes allowed.
+  cublasStatus_t rc = CUBLAS_STATUS_SUCCESS;
+  int usable = 0;
+  for (uint32_t mask : {static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE),
+                        static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_MASK)}) {
+    rc = heuristic(*plan, key, mask);
+    // Keep only usable candidates, in the heuristic's order (best first).
+    usable = 0;
+    for (int i = 0; rc == CUBLAS_STATUS_SUCCESS && i < plan->n_candidates; ++i) {
+      if (plan->candidates[i].state == CUBLAS_STATUS_SUCCESS) plan->candidates[usable++] = plan->candidates[i];
+    }
+    plan->n_candidates = usable;
+    if (usable > 0) break;
+  }
+  CONVEYOR_CHECK(usable > 0, "GemmRunner: cuBLASLt has no algorithm for y[", key.m, ", ", key.n, "] (",
+                 dtype_name(key.out), ") = x[", key.m, ", ", key.k, "] * w[", key.n, ", ", key.k, "]^T (",
+                 dtype_name(key.ab), key.bias_epilogue ? ", bias epilogue" : "", "; alignments x/w/y/bias ",
+                 key.align_x, "/", key.align_w, "/", key.align_y, "/", key.align_bias,
+                 " bytes; heuristic status ", cublasLtGetStatusName(rc),
+                 "). Use 16-byte aligned buffers and dimensions that are multiples of 8.");
+  plan->algo = plan->candidates[0].algo;
+  return plan;
+}
+
+cublasStatus_t GemmRunner::Impl::heuristic(Plan& plan, const ShapeKey& key, uint32_t reduction_mask) const {
+  cublasLtMatmulPreference_t pref = nullptr;
+  CONVEYOR_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  cublasStatus_t rc = CUBLAS_STATUS_SUCCESS;
+  try {
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(workspace_bytes));
+    set_pref(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, reduction_mask);
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_w);
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_x);
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_y);
+    set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_y);
+    rc = cublasLtMatmulAlgoGetHeuristic(handle, plan.op, plan.a, plan.b, plan.d, plan.d, pref, kCandidates,
+                                        plan.candidates, &plan.n_candidates);
+  } catch (...) {
+    cublasLtMatmulPreferenceDestroy(pref);
+    throw;
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (rc != CUBLAS_STATUS_SUCCESS) plan.n_candidates = 0;
+  return rc;
+}
+
+cublasStatus_t GemmRunner::Impl::matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, void* y, const void* x,
+                                        const void* w, cudaStream_t stream) const {
+  const float alpha = 1.f;
+  const float beta = 0.f;
+  return cublasLtMatmul(handle, plan.op, &alpha, w, plan.a, x, plan.b, &beta, y, plan.d, y, plan.d, &algo,
+                        workspace, workspace_bytes, stream);
+}
+
+// Times every candidate (one warm-up, kTuneRuns timed runs) and keeps the fastest. A candidate that
+// fails to launch is skipped; if all fail, the heuristic's first stays and the real run reports.
+void GemmRunner::Impl::tune(Plan& plan, void* y, const void* x, const void* w, cudaStream_t stream) {
+  float best_ms = std::numeric_limits<float>::infinity();
+  for (int i = 0; i < plan.n_candidates; ++i) {
+    const cublasLtMatmulAlgo_t& algo = plan.candidates[i].algo;
+    if (matmul(plan, algo, y, x, w, stream) != CUBLAS_STATUS_SUCCESS) continue;
+    CONVEYOR_CUDA_CHECK(cudaEventRecord(start, stream));
+    bool ok = true;
+    for (int r = 0; r < kTuneRuns && ok; ++r) ok = matmul(plan, algo, y, x, w, stream) == CUBLAS_STATUS_SUCCESS;
+    CONVEYOR_CUDA_CHECK(cudaEventRecord(stop, stream));
+    CONVEYOR_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.f;
+    CONVEYOR_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (ok && ms < best_ms) {
+      best_ms = ms;
+      plan.algo = algo;
+    }
+  }
+  plan.tuned = true;
+}
+
+GemmRunner::GemmRunner(size_t workspace_bytes) : impl_(std::make_unique<Impl>()) {
+  CONVEYOR_CUBLAS_CHECK(cublasLtCreate(&impl_->handle));
+  if (workspace_bytes > 0) CONVEYOR_CUDA_CHECK(cudaMalloc(&impl_->workspace, workspace_bytes));
+  impl_->workspace_bytes = workspace_bytes;
+  CONVEYOR_CUDA_CHECK(cudaEventCreate(&impl_->start));
+  CONVEYOR_CUDA_CHECK(cudaEventCreate(&impl_->stop));
+}
+
+GemmRunner::~GemmRunner() = default;
+
+void GemmRunner::set_autotune(bool on) { impl_->autotune = on; }
+
+size_t GemmRunner::cached_shapes() const { return impl_->plans.size(); }
+
+void GemmRunner::run(void* y, DType out, const void* x, const void* w, DType ab, const void* bias, int64_t m,
+                     int64_t n, int64_t k, cudaStream_t stream) {
+  CONVEYOR_CHECK(ab == DType::kBF16 || ab == DType::kF16, "GemmRunner::run: input dtype ", dtype_name(ab),
+                 " is not supported; x and w must be bf16 or f16");
+  CONVEYOR_CHECK(out == ab || out == DType::kF32, "GemmRunner::run: output dtype ", dtype_name(out),
+                 " with inputs in ", dtype_name(ab), "; the output must be ", dtype_name(ab), " or f32");
+  constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
+  CONVEYOR_CHECK(m >= 0 && m <= kMaxDim && n > 0 && n <= kMaxDim && k > 0 && k <= kMaxDim,
+                 "GemmRunner::run: bad shape m=", m, " n=", n, " k=", k, " (need 0 <= m, 0 < n, k < 2^31)");
+  CONVEYOR_CHECK(k % 8 == 0, "GemmRunner::run: k=", k, " is not a multiple of 8 (shape m=", m, " n=", n,
+                 "); tensor-core GEMMs need 16-byte rows of x and w: pad the input dimension to a multiple of 8");
+  if (m == 0) return;
+  CONVEYOR_CHECK(y != nullptr && x != nullptr && w != nullptr, "GemmRunner::run: null device pointer (y, x or w)");
+  CONVEYOR_CHECK(alignment_of(x) == 16 && alignment_of(w) == 16, "GemmRunner::run: x (", x, ") and w (", w,
+                 ") must be 16-byte aligned; allocate them with cudaMalloc or offset views by multiples of 16 bytes");
+
+  const bool bias_epilogue = bias != nullptr && out == ab;
+  const ShapeKey key{m, n, k, ab, out, bias_epilogue, alignment_of(x), alignment_of(w), alignment_of(y),
+                     bias_epilogue ? alignment_of(bias) : 16u};
+  auto it = impl_->plans.find(key);
+  if (it == impl_->plans.end()) it = impl_->plans.emplace(key, impl_->make_plan(key, bias)).first;
+  Plan& plan = *it->second;
+  if (bias_epilogue) set_desc(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+
+  if (!plan.tuned && impl_->autotune && plan.n_candidates > 1) {
+    // Timing waits on the stream, which a stream being captured into a graph must not do.
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+    if (capture == cudaStreamCaptureStatusNone) impl_->tune(plan, y, x, w, stream);
+  }
+  CONVEYOR_CUBLAS_CHECK(impl_->matmul(plan, plan.algo, y, x, w, stream));
+  if (bias != nullptr && !bias_epilogue) add_bias_cuda(y, out, bias, ab, m, n, stream);
+}
+
+}  // namespace conveyor

@@ -1,0 +1,118 @@
+// Helpers for the dense-kernel GPU tests: a device buffer that frees itself, upload of fp32 values
+// stored as bf16/f16/f32 and the way back, and per-dtype tolerances. Host values are rounded to the
+// storage type first so the CPU twin sees exactly what the GPU reads.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/dtype.h"
+#include "runtime/cuda/cuda_check.h"
+
+namespace conveyor::testing {
+
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) { CONVEYOR_CUDA_CHECK(cudaMalloc(&ptr_, bytes == 0 ? 1 : bytes)); }
+  ~DeviceBuffer() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& other) noexcept : ptr_(other.ptr_), bytes_(other.bytes_) { other.ptr_ = nullptr; }
+  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
+  void* get() const { return ptr_; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(ptr_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+inline float round_to(float v, DType dt) {
+  switch (dt) {
+    case DType::kBF16: return bf16_to_float(float_to_bf16(v));
+    case DType::kF16: return f16_to_float(float_to_f16(v));
+    default: return v;
+  }
+}
+
+inline std::vector<float> round_all(std::vector<float> v, DType dt) {
+  for (float& x : v) x = round_to(x, dt);
+  return v;
+}
+
+// Encodes values as dt (kF32, kBF16, kF16) into raw bytes.
+inline std::vector<uint8_t> encode(const std::vector<float>& v, DType dt) {
+  std::vector<uint8_t> bytes(v.size() * dtype_size(dt));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dt == DType::kF32) {
+      std::memcpy(bytes.data() + 4 * i, &v[i], 4);
+    } else {
+      const uint16_t h = dt == DType::kBF16 ? float_to_bf16(v[i]) : float_to_f16(v[i]);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
+    }
+  }
+  return bytes;
+}
+
+inline std::vector<float> decode(const std::vector<uint8_t>& bytes, DType dt) {
+  std::vector<float> v(bytes.size() / dtype_size(dt));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dt == DType::kF32) {
+      std::memcpy(&v[i], bytes.data() + 4 * i, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      v[i] = dt == DType::kBF16 ? bf16_to_float(h) : f16_to_float(h);
+    }
+  }
+  return v;
+}
+
+// Copies `v` stored as dt into dst (which must hold v.size() elements of dt).
+inline void upload_into(void* dst, const std::vector<float>& v, DType dt) {
+  const auto bytes = encode(v, dt);
+  CONVEYOR_CUDA_CHECK(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+}
+
+inline DeviceBuffer upload(const std::vector<float>& v, DType dt) {
+  DeviceBuffer buf(v.size() * dtype_size(dt));
+  upload_into(buf.get(), v, dt);
+  return buf;
+}
+
+// Waits for the device, then reads n elements of dt.
+inline std::vector<float> download(const void* src, size_t n, DType dt) {
+  CONVEYOR_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<uint8_t> bytes(n * dtype_size(dt));
+  CONVEYOR_CUDA_CHECK(cudaMemcpy(bytes.data(), src, bytes.size(), cudaMemcpyDeviceToHost));
+  return decode(bytes, dt);
+}
+
+inline DeviceBuffer upload_ids(const std::vector<int32_t>& ids) {
+  DeviceBuffer buf(ids.size() * sizeof(int32_t));
+  CONVEYOR_CUDA_CHECK(cudaMemcpy(buf.get(), ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+  return buf;
+}
+
+// Tolerance for one final rounding to dt (half an ulp is 2^-9 for bf16, 2^-12 for f16) plus the
+// extra rounding of an intermediate result that matches the framework's order, plus fp32 noise.
+struct Tolerance {
+  float atol;
+  float rtol;
+};
+inline Tolerance tolerance_for(DType dt) {
+  switch (dt) {
+    case DType::kBF16: return {1e-3f, 1.6e-2f};
+    case DType::kF16: return {1e-4f, 2e-3f};
+    default: return {1e-5f, 1e-5f};
+  }
+}
+
+}  // namespace conveyor::testing

@@ -1,0 +1,119 @@
+// add_cuda, gather_rows_cuda, convert_cuda and add_bias_cuda against the CPU twins (kernels/cpu/add.h)
+// or the plain formula, random inputs rounded to the storage type, every element checked.
+#include "kernels/cuda/elementwise.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kernels/cpu/add.h"
+#include "runtime/error.h"
+#include "tests/kernels/dense_test_util.h"
+#include "tests/support/test_support.h"
+
+namespace conveyor {
+namespace {
+
+using testing::compare_all;
+using testing::DeviceBuffer;
+using testing::download;
+using testing::random_floats;
+using testing::round_all;
+using testing::upload;
+using testing::upload_ids;
+using testing::upload_into;
+
+constexpr DType kFloatTypes[] = {DType::kBF16, DType::kF16, DType::kF32};
+
+TEST(AddGpu, MatchesCpuTwin) {
+  for (DType dt : kFloatTypes) {
+    for (int64_t n : {1, 7, 8, 576, 4095, 100003}) {
+      for (int offset : {0, 1}) {
+        const auto a = round_all(random_floats(static_cast<size_t>(n), n, -4.f, 4.f), dt);
+        const auto b = round_all(random_floats(static_cast<size_t>(n), n + 1, -4.f, 4.f), dt);
+        std::vector<float> want(a.size());
+        add_ref(want.data(), a.data(), b.data(), n);
+        want = round_all(want, dt);  // one rounding of the exact fp32 sum: bit-exact
+        const size_t es = dtype_size(dt);
+        DeviceBuffer da((n + offset) * es), db((n + offset) * es), dout((n + offset) * es);
+        char* pa = da.as<char>() + offset * es;
+        char* pb = db.as<char>() + offset * es;
+        char* pout = dout.as<char>() + offset * es;
+        upload_into(pa, a, dt);
+        upload_into(pb, b, dt);
+        add_cuda(pout, pa, pb, n, dt, nullptr);
+        EXPECT_EQ(compare_all(download(pout, a.size(), dt), want, 0.f, 0.f), "")
+            << dtype_name(dt) << " n=" << n << " offset=" << offset;
+        add_cuda(pa, pa, pb, n, dt, nullptr);  // out aliases a
+        EXPECT_EQ(compare_all(download(pa, a.size(), dt), want, 0.f, 0.f), "")
+            << "in place " << dtype_name(dt) << " n=" << n << " offset=" << offset;
+      }
+    }
+  }
+}
+
+TEST(GatherRowsGpu, CopiesSelectedRows) {
+  for (DType dt : kFloatTypes) {
+    for (int64_t cols : {1, 7, 576, 4095, 8192}) {
+      const int64_t src_rows = 37;
+      const auto x = round_all(random_floats(static_cast<size_t>(src_rows * cols), cols, -1.f, 1.f), dt);
+      const std::vector<int32_t> rows = {36, 0, 5, 5, 17, 1, 36, 22};
+      std::vector<float> want;
+      for (int32_t r : rows) want.insert(want.end(), x.begin() + r * cols, x.begin() + (r + 1) * cols);
+      auto dx = upload(x, dt);
+      auto drows = upload_ids(rows);
+      DeviceBuffer dout(want.size() * dtype_size(dt));
+      gather_rows_cuda(dout.get(), dx.get(), drows.as<int32_t>(), static_cast<int64_t>(rows.size()), cols, dt,
+                       nullptr);
+      EXPECT_EQ(compare_all(download(dout.get(), want.size(), dt), want, 0.f, 0.f), "")
+          << dtype_name(dt) << " cols=" << cols;
+    }
+  }
+}
+
+TEST(ConvertGpu, RoundsToNearestEvenBothWays) {
+  const int64_t n = 10007;
+  for (DType src_t : kFloatTypes) {
+    for (DType dst_t : kFloatTypes) {
+      for (float range : {2.f, 60000.f}) {  // up to f16's largest finite values (65504)
+        const auto src = round_all(random_floats(static_cast<size_t>(n), 99, -range, range), src_t);
+        const auto want = round_all(src, dst_t);
+        auto dsrc = upload(src, src_t);
+        DeviceBuffer ddst(static_cast<size_t>(n) * dtype_size(dst_t));
+        convert_cuda(ddst.get(), dst_t, dsrc.get(), src_t, n, nullptr);
+        EXPECT_EQ(compare_all(download(ddst.get(), static_cast<size_t>(n), dst_t), want, 0.f, 0.f), "")
+            << dtype_name(src_t) << " -> " << dtype_name(dst_t) << " range " << range;
+      }
+    }
+  }
+}
+
+TEST(AddBiasGpu, AddsBiasToEveryRow) {
+  for (DType yt : kFloatTypes) {
+    for (DType bt : kFloatTypes) {
+      const int64_t rows = 13, cols = 100;
+      const auto y = round_all(random_floats(static_cast<size_t>(rows * cols), 5, -2.f, 2.f), yt);
+      const auto bias = round_all(random_floats(static_cast<size_t>(cols), 6, -2.f, 2.f), bt);
+      std::vector<float> want = y;
+      add_bias_ref(want.data(), bias.data(), static_cast<int>(rows), static_cast<int>(cols));
+      want = round_all(want, yt);
+      auto dy = upload(y, yt);
+      auto dbias = upload(bias, bt);
+      add_bias_cuda(dy.get(), yt, dbias.get(), bt, rows, cols, nullptr);
+      EXPECT_EQ(compare_all(download(dy.get(), want.size(), yt), want, 0.f, 0.f), "")
+          << "y " << dtype_name(yt) << " bias " << dtype_name(bt);
+    }
+  }
+}
+
+TEST(ElementwiseGpu, RejectsBadArguments) {
+  DeviceBuffer buf(64);
+  EXPECT_THROW(add_cuda(buf.get(), buf.get(), buf.get(), 4, DType::kI32, nullptr), Error);
+  EXPECT_THROW(add_cuda(buf.get(), buf.get(), buf.get(), -1, DType::kBF16, nullptr), Error);
+  EXPECT_THROW(gather_rows_cuda(buf.get(), buf.get(), buf.as<int32_t>(), 1, 4, DType::kU8, nullptr), Error);
+  EXPECT_THROW(convert_cuda(buf.get(), DType::kI64, buf.get(), DType::kF32, 4, nullptr), Error);
+  EXPECT_THROW(convert_cuda(buf.get(), DType::kBF16, buf.get(), DType::kF32, 4, nullptr), Error);  // aliasing
+}
+
+}  // namespace
+}  // namespace conveyor
