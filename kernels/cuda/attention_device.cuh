@@ -68,3 +68,36 @@ __device__ __forceinline__ long long cache_row(const int32_t* table, int max_blo
 }
 
 }  // namespace conveyor::cuda_detail
+
+#include "kernels/dtype.h"
+
+namespace conveyor::cuda_detail {
+
+constexpr float kNegInf = -__builtin_huge_valf();
+
+// Everything one paged-attention launch needs, resolved on the host. Scores are kept in the log2
+// domain (q.k * scale * log2 e) so the kernels use exp2f.
+struct PagedAttentionArgs {
+  void* out = nullptr;             // [num_tokens, n_heads, head_dim]
+  const void* q = nullptr;         // [num_tokens, n_heads, head_dim]
+  const void* k_cache = nullptr;   // [num_blocks, block_size, n_kv_heads, head_dim]
+  const void* v_cache = nullptr;   // [num_blocks, block_size, n_kv_heads, head_dim]
+  float* part_o = nullptr;         // [num_tokens, n_heads, splits, head_dim] normalized split outputs
+  float2* part_ml = nullptr;       // [num_tokens, n_heads, splits] (max, sum) of each split
+  const int32_t* query_start = nullptr;
+  const int32_t* positions = nullptr;
+  const int32_t* block_tables = nullptr;
+  int num_seqs = 0, num_tokens = 0, max_blocks = 0, num_blocks = 0, block_size = 0;
+  int n_heads = 0, n_kv_heads = 0, group = 0, head_dim = 0;
+  int window = 0;
+  float scale_log2 = 0.f;
+  int splits = 1;      // context splits of the decode kernel
+  int chunks = 1;      // query-head chunks per KV head in the decode kernel
+  int skip_multi = 0;  // 1: the decode kernel leaves sequences with > 1 new token to the prefill kernel
+};
+
+// The flash-attention tile kernel for sequences with more than one new token (attention_prefill.cu).
+bool prefill_kernel_supports(int head_dim);
+void launch_prefill_attention(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s);
+
+}  // namespace conveyor::cuda_detail
