@@ -135,14 +135,16 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a) 
   const T* kc = static_cast<const T*>(a.k_cache) + static_cast<long long>(kvh) * D + sl * 8;
   const T* vc = static_cast<const T*>(a.v_cache) + static_cast<long long>(kvh) * D + sl * 8;
 
-  for (int base = w.begin + lane_group; base < w.end; base += kGroups * kUnroll) {
+  // The trip count is the same for every lane of the CTA: the shuffles below need whole warps.
+  for (int base = w.begin; base < w.end; base += kGroups * kUnroll) {
     uint4 kr[kUnroll], vr[kUnroll];
     bool ok[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int p = min(base + u * kGroups, w.end - 1);
+      const int want = base + u * kGroups + lane_group;
+      const int p = min(want, w.end - 1);
       const long long row = cuda_detail::cache_row(table, a.max_blocks, p, a.block_size, a.num_blocks, token_elems);
-      ok[u] = base + u * kGroups < w.end && row >= 0;
+      ok[u] = want < w.end && row >= 0;
       const long long off = row >= 0 ? row : 0;
       kr[u] = __ldg(reinterpret_cast<const uint4*>(kc + off));
       vr[u] = __ldg(reinterpret_cast<const uint4*>(vc + off));
