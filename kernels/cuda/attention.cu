@@ -111,7 +111,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a) 
 #pragma unroll
   for (int g = 0; g < G; ++g) {
     if (g < heads) {
-      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(q + (static_cast<long long>(t) * a.n_heads + h0 + g) * D) + sl);
+      const T* qrow = q + (static_cast<long long>(t) * a.n_heads + h0 + g) * D;
+      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(qrow) + sl);
       cuda_detail::unpack8<T>(raw, qf[g]);
 #pragma unroll
       for (int i = 0; i < 8; ++i) qf[g][i] *= a.scale_log2;

@@ -120,9 +120,12 @@ void rope_cuda(void* q, void* k, const int32_t* positions, const float* inv_freq
   if (tokens == 0) return;
   CONVEYOR_CHECK(q && k && positions && inv_freq, "rope_cuda: null pointer argument");
   switch (dt) {
-    case DType::kBF16: return launch_rope<__nv_bfloat16>(q, k, positions, inv_freq, tokens, n_heads, n_kv_heads, head_dim, s);
-    case DType::kF16: return launch_rope<__half>(q, k, positions, inv_freq, tokens, n_heads, n_kv_heads, head_dim, s);
-    default: return launch_rope<float>(q, k, positions, inv_freq, tokens, n_heads, n_kv_heads, head_dim, s);
+    case DType::kBF16:
+      return launch_rope<__nv_bfloat16>(q, k, positions, inv_freq, tokens, n_heads, n_kv_heads, head_dim, s);
+    case DType::kF16:
+      return launch_rope<__half>(q, k, positions, inv_freq, tokens, n_heads, n_kv_heads, head_dim, s);
+    default:
+      return launch_rope<float>(q, k, positions, inv_freq, tokens, n_heads, n_kv_heads, head_dim, s);
   }
 }
 
