@@ -88,117 +88,91 @@ __device__ __forceinline__ DecodeWork decode_work(const PagedAttentionArgs& a, i
   return w;
 }
 
-// D: head_dim (64, 128, 256); G: query heads per CTA. A lane group of D/8 lanes holds one K/V row
-// (8 elements per lane); 32/(D/8) groups per warp walk the split's positions interleaved.
-template <typename T, int D, int G>
-__global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a) {
-  constexpr int kLanesPerRow = D / 8;
-  constexpr int kGroups = kWarps * (32 / kLanesPerRow);  // lane groups per CTA (kGroups * D == 1024)
-  __shared__ float acc_s[G][kGroups * D];
-  __shared__ float2 ml_s[G][kGroups];
-
-  const int t = blockIdx.x;
-  const int kvh = blockIdx.y / a.chunks;
-  const int h0 = kvh * a.group + (blockIdx.y % a.chunks) * G;
-  const int heads = min(G, (kvh + 1) * a.group - h0);  // valid heads of this chunk
-  const DecodeWork w = decode_work(a, t, blockIdx.z);
-  if (w.skip) return;  // uniform over the CTA
-
-  const int lane_group = threadIdx.x / kLanesPerRow;
-  const int sl = threadIdx.x % kLanesPerRow;
-  const T* q = static_cast<const T*>(a.q);
-  float qf[G][8];
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-    if (g < heads) {
-      const T* qrow = q + (static_cast<long long>(t) * a.n_heads + h0 + g) * D;
-      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(qrow) + sl);
-      cuda_detail::unpack8<T>(raw, qf[g]);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) qf[g][i] *= a.scale_log2;
-    } else {
-#pragma unroll
-      for (int i = 0; i < 8; ++i) qf[g][i] = 0.f;
-    }
-  }
-
+// Online-softmax state of one lane group for G query heads: running max and sum (log2 domain) and
+// this lane's 8 output dimensions.
+template <int G>
+struct DecodeState {
   float m[G], l[G], acc[G][8];
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-    m[g] = kNegInf;
-    l[g] = 0.f;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) acc[g][i] = 0.f;
-  }
+};
 
-  const int32_t* table = a.block_tables + static_cast<long long>(w.seq) * a.max_blocks;
+// One step of a lane group over kUnroll positions: K and V loads are issued together, then the
+// scores (reduced over the kLanesPerRow lanes of a row), the softmax rescale and the V accumulation.
+template <typename T, int D, int G>
+__device__ __forceinline__ void decode_step(DecodeState<G>& st, const float (&qf)[G][8], const T* kc, const T* vc,
+                                            const int32_t* table, const PagedAttentionArgs& a, int first, int end) {
+  constexpr int kLanesPerRow = D / 8;
+  constexpr int kGroups = kWarps * (32 / kLanesPerRow);
   const long long token_elems = static_cast<long long>(a.n_kv_heads) * D;
-  const T* kc = static_cast<const T*>(a.k_cache) + static_cast<long long>(kvh) * D + sl * 8;
-  const T* vc = static_cast<const T*>(a.v_cache) + static_cast<long long>(kvh) * D + sl * 8;
-
-  // The trip count is the same for every lane of the CTA: the shuffles below need whole warps.
-  for (int base = w.begin; base < w.end; base += kGroups * kUnroll) {
-    uint4 kr[kUnroll], vr[kUnroll];
-    bool ok[kUnroll];
+  uint4 kr[kUnroll], vr[kUnroll];
+  bool ok[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int want = base + u * kGroups + lane_group;
-      const int p = min(want, w.end - 1);
-      const long long row = cuda_detail::cache_row(table, a.max_blocks, p, a.block_size, a.num_blocks, token_elems);
-      ok[u] = want < w.end && row >= 0;
-      const long long off = row >= 0 ? row : 0;
-      kr[u] = __ldg(reinterpret_cast<const uint4*>(kc + off));
-      vr[u] = __ldg(reinterpret_cast<const uint4*>(vc + off));
-    }
-    float s[kUnroll][G];
+  for (int u = 0; u < kUnroll; ++u) {
+    const int want = first + u * kGroups;
+    const long long row =
+        cuda_detail::cache_row(table, a.max_blocks, min(want, end - 1), a.block_size, a.num_blocks, token_elems);
+    ok[u] = want < end && row >= 0;
+    const long long off = row >= 0 ? row : 0;
+    kr[u] = __ldg(reinterpret_cast<const uint4*>(kc + off));
+    vr[u] = __ldg(reinterpret_cast<const uint4*>(vc + off));
+  }
+  float s[kUnroll][G];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      float kf[8];
-      cuda_detail::unpack8<T>(kr[u], kf);
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        float d = 0.f;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) d = fmaf(qf[g][i], kf[i], d);
-#pragma unroll
-        for (int o = kLanesPerRow / 2; o > 0; o /= 2) d += __shfl_xor_sync(0xffffffffu, d, o);
-        s[u][g] = ok[u] ? d : kNegInf;
-      }
-    }
+  for (int u = 0; u < kUnroll; ++u) {
+    float kf[8];
+    cuda_detail::unpack8<T>(kr[u], kf);
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-      float mx = m[g];
+      float d = 0.f;
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) mx = fmaxf(mx, s[u][g]);
-      const float safe = mx == kNegInf ? 0.f : mx;
-      const float alpha = exp2f(m[g] - safe);
-      m[g] = mx;
-      l[g] *= alpha;
+      for (int i = 0; i < 8; ++i) d = fmaf(qf[g][i], kf[i], d);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) acc[g][i] *= alpha;
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        s[u][g] = exp2f(s[u][g] - safe);
-        l[g] += s[u][g];
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      float vf[8];
-      cuda_detail::unpack8<T>(vr[u], vf);
-#pragma unroll
-      for (int g = 0; g < G; ++g)
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[g][i] = fmaf(s[u][g], vf[i], acc[g][i]);
+      for (int o = kLanesPerRow / 2; o > 0; o /= 2) d += __shfl_xor_sync(0xffffffffu, d, o);
+      s[u][g] = ok[u] ? d : kNegInf;
     }
   }
-
-  // Merge the lane groups: each writes its (max, sum) and accumulator, then threads sum per output.
 #pragma unroll
   for (int g = 0; g < G; ++g) {
-    if (sl == 0) ml_s[g][lane_group] = make_float2(m[g], l[g]);
+    float mx = st.m[g];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) acc_s[g][lane_group * D + sl * 8 + i] = acc[g][i];
+    for (int u = 0; u < kUnroll; ++u) mx = fmaxf(mx, s[u][g]);
+    const float safe = mx == kNegInf ? 0.f : mx;  // nothing visible yet: keep everything at zero
+    const float alpha = exp2f(st.m[g] - safe);
+    st.m[g] = mx;
+    st.l[g] *= alpha;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) st.acc[g][i] *= alpha;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      s[u][g] = exp2f(s[u][g] - safe);
+      st.l[g] += s[u][g];
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    float vf[8];
+    cuda_detail::unpack8<T>(vr[u], vf);
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) st.acc[g][i] = fmaf(s[u][g], vf[i], st.acc[g][i]);
+  }
+}
+
+// Merges the lane groups of the CTA through shared memory and writes the output rows (one split) or
+// the split's normalized partial and its (max, sum).
+template <typename T, int D, int G>
+__device__ __forceinline__ void decode_merge(const DecodeState<G>& st, const PagedAttentionArgs& a, int t, int h0,
+                                             int heads) {
+  constexpr int kLanesPerRow = D / 8;
+  constexpr int kGroups = kWarps * (32 / kLanesPerRow);  // kGroups * D == 1024
+  __shared__ float acc_s[G][kGroups * D];
+  __shared__ float2 ml_s[G][kGroups];
+  const int lane_group = threadIdx.x / kLanesPerRow, sl = threadIdx.x % kLanesPerRow;
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    if (sl == 0) ml_s[g][lane_group] = make_float2(st.m[g], st.l[g]);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc_s[g][lane_group * D + sl * 8 + i] = st.acc[g][i];
   }
   __syncthreads();
   const long long row0 = static_cast<long long>(t) * a.n_heads + h0;
@@ -222,6 +196,47 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a) 
       if (d == 0) a.part_ml[prow] = make_float2(mx, sum);
     }
   }
+}
+
+// D: head_dim (64, 128, 256); G: query heads per CTA. A lane group of D/8 lanes holds one K/V row
+// (8 elements per lane); the 1024/D lane groups of the CTA walk the split's positions interleaved.
+template <typename T, int D, int G>
+__global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a) {
+  constexpr int kLanesPerRow = D / 8;
+  constexpr int kGroups = kWarps * (32 / kLanesPerRow);
+  const int t = blockIdx.x;
+  const int kvh = blockIdx.y / a.chunks;
+  const int h0 = kvh * a.group + (blockIdx.y % a.chunks) * G;
+  const int heads = min(G, (kvh + 1) * a.group - h0);  // valid heads of this chunk
+  const DecodeWork w = decode_work(a, t, blockIdx.z);
+  if (w.skip) return;  // uniform over the CTA
+
+  const int lane_group = threadIdx.x / kLanesPerRow, sl = threadIdx.x % kLanesPerRow;
+  float qf[G][8];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const long long row = static_cast<long long>(t) * a.n_heads + h0 + min(g, heads - 1);
+    const T* qrow = static_cast<const T*>(a.q) + row * D;
+    cuda_detail::unpack8<T>(__ldg(reinterpret_cast<const uint4*>(qrow) + sl), qf[g]);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) qf[g][i] *= a.scale_log2;  // padded heads repeat a real one, never stored
+  }
+  DecodeState<G> st;
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    st.m[g] = kNegInf;
+    st.l[g] = 0.f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) st.acc[g][i] = 0.f;
+  }
+  const int32_t* table = a.block_tables + static_cast<long long>(w.seq) * a.max_blocks;
+  const T* kc = static_cast<const T*>(a.k_cache) + static_cast<long long>(kvh) * D + sl * 8;
+  const T* vc = static_cast<const T*>(a.v_cache) + static_cast<long long>(kvh) * D + sl * 8;
+  // The trip count is the same for every lane of the CTA: the shuffles need whole warps.
+  for (int base = w.begin; base < w.end; base += kGroups * kUnroll) {
+    decode_step<T, D, G>(st, qf, kc, vc, table, a, base + lane_group, w.end);
+  }
+  decode_merge<T, D, G>(st, a, t, h0, heads);
 }
 
 // Merges the splits of one (token, head): weights exp2(m_s - M) * l_s, normalized.
