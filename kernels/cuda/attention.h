@@ -23,7 +23,9 @@ struct AttentionBatchCuda {
   const int32_t* positions = nullptr;     // [num_tokens], device
   const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq], -1 padded, device
   int max_blocks_per_seq = 0;
-  // host-side bounds for launch configuration (exact or upper bounds):
+  // host-side bounds for launch configuration (exact or upper bounds). max_query_len <= 1 sends every
+  // token through the decode kernel (correct, slow for long chunks); max_context_len only sets the
+  // number of context splits, so an understatement costs speed, never correctness.
   int max_query_len = 0;    // longest new-token run of one sequence in this batch
   int max_context_len = 0;  // largest (last position + 1) of any sequence
 };
