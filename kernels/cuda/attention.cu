@@ -1,0 +1,421 @@
+// Paged KV write and the decode side of paged attention (see attention.h). Decode: one CTA per
+// (token, KV head, query-head chunk, context split) reads each K/V row of its split once with 16-byte
+// loads for all query heads of the chunk (GQA), keeps an online softmax per lane group in fp32, and
+// merges its lane groups through shared memory; with several splits a reduce kernel merges the split
+// partials (flash-decoding). Sequences with several new tokens go to attention_prefill.cu.
+#include "kernels/cuda/attention.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cuda/attention_device.cuh"
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/error.h"
+
+namespace conveyor {
+namespace {
+
+using cuda_detail::Elem;
+using cuda_detail::kNegInf;
+using cuda_detail::PagedAttentionArgs;
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kUnroll = 4;               // positions in flight per lane group: K and V loads issued together
+constexpr int kMinPartition = 64;        // fewest positions worth a split of their own
+constexpr long long kTargetRows = 16384; // (token, head) rows x splits that fill an H200; bounds the workspace
+constexpr int kMaxHeadTile = 8;          // query heads per CTA; registers grow with it
+
+// ---- KV write ------------------------------------------------------------------------------------
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    write_kv_kernel(T* k_cache, T* v_cache, const T* k, const T* v, const int32_t* query_start,
+                    const int32_t* positions, const int32_t* block_tables, int num_seqs, int max_blocks,
+                    int num_blocks, int block_size, long long token_elems) {
+  __shared__ long long row_s;
+  const int t = blockIdx.x;
+  if (threadIdx.x < 32) {
+    const int seq = cuda_detail::find_seq(query_start, num_seqs, t);
+    if (threadIdx.x == 0) {
+      row_s = cuda_detail::cache_row(block_tables + static_cast<long long>(seq) * max_blocks, max_blocks,
+                                     __ldg(positions + t), block_size, num_blocks, token_elems);
+    }
+  }
+  __syncthreads();
+  const long long row = row_s;
+  if (row < 0) return;
+  const T* ks = k + t * token_elems;
+  const T* vs = v + t * token_elems;
+  const bool vec = (token_elems * sizeof(T)) % 16 == 0 &&
+                   ((reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v) |
+                     reinterpret_cast<uintptr_t>(k_cache) | reinterpret_cast<uintptr_t>(v_cache)) % 16) == 0;
+  if (vec) {
+    const long long n = token_elems * sizeof(T) / 16;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+      reinterpret_cast<uint4*>(k_cache + row)[i] = reinterpret_cast<const uint4*>(ks)[i];
+      reinterpret_cast<uint4*>(v_cache + row)[i] = reinterpret_cast<const uint4*>(vs)[i];
+    }
+  } else {
+    for (long long i = threadIdx.x; i < token_elems; i += blockDim.x) {
+      k_cache[row + i] = ks[i];
+      v_cache[row + i] = vs[i];
+    }
+  }
+}
+
+// ---- decode -----------------------------------------------------------------------------------------
+
+// The (token, head) rows and context range one decode CTA owns.
+struct DecodeWork {
+  int seq, pos, begin, end;  // positions [begin, end) of this split
+  bool skip;
+};
+
+__device__ __forceinline__ DecodeWork decode_work(const PagedAttentionArgs& a, int t, int split) {
+  DecodeWork w;
+  w.seq = cuda_detail::find_seq(a.query_start, a.num_seqs, t);
+  w.skip = a.skip_multi && __ldg(a.query_start + w.seq + 1) - __ldg(a.query_start + w.seq) > 1;
+  w.pos = __ldg(a.positions + t);
+  const int lo = a.window > 0 ? max(0, w.pos - a.window + 1) : 0;
+  const int len = w.pos - lo + 1;
+  const int part = (len + a.splits - 1) / a.splits;
+  w.begin = lo + split * part;
+  w.end = min(w.begin + part, w.pos + 1);
+  return w;
+}
+
+// Online-softmax state of one lane group for G query heads: running max and sum (log2 domain) and
+// this lane's 8 output dimensions.
+template <int G>
+struct DecodeState {
+  float m[G], l[G], acc[G][8];
+};
+
+// One step of a lane group over kUnroll positions: K and V loads are issued together, then the
+// scores (reduced over the kLanesPerRow lanes of a row), the softmax rescale and the V accumulation.
+template <typename T, int D, int G>
+__device__ __forceinline__ void decode_step(DecodeState<G>& st, const float (&qf)[G][8], const T* kc, const T* vc,
+                                            const int32_t* table, const PagedAttentionArgs& a, int first, int end) {
+  constexpr int kLanesPerRow = D / 8;
+  constexpr int kGroups = kWarps * (32 / kLanesPerRow);
+  const long long token_elems = static_cast<long long>(a.n_kv_heads) * D;
+  uint4 kr[kUnroll], vr[kUnroll];
+  bool ok[kUnroll];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int want = first + u * kGroups;
+    const long long row =
+        cuda_detail::cache_row(table, a.max_blocks, min(want, end - 1), a.block_size, a.num_blocks, token_elems);
+    ok[u] = want < end && row >= 0;
+    const long long off = row >= 0 ? row : 0;
+    kr[u] = __ldg(reinterpret_cast<const uint4*>(kc + off));
+    vr[u] = __ldg(reinterpret_cast<const uint4*>(vc + off));
+  }
+  float s[kUnroll][G];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    float kf[8];
+    cuda_detail::unpack8<T>(kr[u], kf);
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      float d = 0.f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) d = fmaf(qf[g][i], kf[i], d);
+#pragma unroll
+      for (int o = kLanesPerRow / 2; o > 0; o /= 2) d += __shfl_xor_sync(0xffffffffu, d, o);
+      s[u][g] = ok[u] ? d : kNegInf;
+    }
+  }
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    float mx = st.m[g];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) mx = fmaxf(mx, s[u][g]);
+    const float safe = mx == kNegInf ? 0.f : mx;  // nothing visible yet: keep everything at zero
+    const float alpha = exp2f(st.m[g] - safe);
+    st.m[g] = mx;
+    st.l[g] *= alpha;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) st.acc[g][i] *= alpha;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      s[u][g] = exp2f(s[u][g] - safe);
+      st.l[g] += s[u][g];
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    float vf[8];
+    cuda_detail::unpack8<T>(vr[u], vf);
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) st.acc[g][i] = fmaf(s[u][g], vf[i], st.acc[g][i]);
+  }
+}
+
+// Merges the lane groups of the CTA through shared memory and writes the output rows (one split) or
+// the split's normalized partial and its (max, sum).
+template <typename T, int D, int G>
+__device__ __forceinline__ void decode_merge(const DecodeState<G>& st, const PagedAttentionArgs& a, int t, int h0,
+                                             int heads) {
+  constexpr int kLanesPerRow = D / 8;
+  constexpr int kGroups = kWarps * (32 / kLanesPerRow);  // kGroups * D == 1024
+  __shared__ float acc_s[G][kGroups * D];
+  __shared__ float2 ml_s[G][kGroups];
+  const int lane_group = threadIdx.x / kLanesPerRow, sl = threadIdx.x % kLanesPerRow;
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    if (sl == 0) ml_s[g][lane_group] = make_float2(st.m[g], st.l[g]);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc_s[g][lane_group * D + sl * 8 + i] = st.acc[g][i];
+  }
+  __syncthreads();
+  const long long row0 = static_cast<long long>(t) * a.n_heads + h0;
+  for (int i = threadIdx.x; i < heads * D; i += kThreads) {
+    const int g = i / D, d = i % D;
+    float mx = kNegInf;
+    for (int j = 0; j < kGroups; ++j) mx = fmaxf(mx, ml_s[g][j].x);
+    const float safe = mx == kNegInf ? 0.f : mx;
+    float sum = 0.f, o = 0.f;
+    for (int j = 0; j < kGroups; ++j) {
+      const float wgt = exp2f(ml_s[g][j].x - safe);
+      sum += wgt * ml_s[g][j].y;
+      o += wgt * acc_s[g][j * D + d];
+    }
+    const float val = sum > 0.f ? o / sum : 0.f;
+    if (a.splits == 1) {
+      static_cast<T*>(a.out)[(row0 + g) * D + d] = Elem<T>::from_float(val);
+    } else {
+      const long long prow = (row0 + g) * a.splits + blockIdx.z;
+      a.part_o[prow * D + d] = val;
+      if (d == 0) a.part_ml[prow] = make_float2(mx, sum);
+    }
+  }
+}
+
+// D: head_dim (64, 128, 256); G: query heads per CTA. A lane group of D/8 lanes holds one K/V row
+// (8 elements per lane); the 1024/D lane groups of the CTA walk the split's positions interleaved.
+template <typename T, int D, int G>
+__global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a) {
+  constexpr int kLanesPerRow = D / 8;
+  constexpr int kGroups = kWarps * (32 / kLanesPerRow);
+  const int t = blockIdx.x;
+  const int kvh = blockIdx.y / a.chunks;
+  const int h0 = kvh * a.group + (blockIdx.y % a.chunks) * G;
+  const int heads = min(G, (kvh + 1) * a.group - h0);  // valid heads of this chunk
+  const DecodeWork w = decode_work(a, t, blockIdx.z);
+  if (w.skip) return;  // uniform over the CTA
+
+  const int lane_group = threadIdx.x / kLanesPerRow, sl = threadIdx.x % kLanesPerRow;
+  float qf[G][8];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const long long row = static_cast<long long>(t) * a.n_heads + h0 + min(g, heads - 1);
+    const T* qrow = static_cast<const T*>(a.q) + row * D;
+    cuda_detail::unpack8<T>(__ldg(reinterpret_cast<const uint4*>(qrow) + sl), qf[g]);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) qf[g][i] *= a.scale_log2;  // padded heads repeat a real one, never stored
+  }
+  DecodeState<G> st;
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    st.m[g] = kNegInf;
+    st.l[g] = 0.f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) st.acc[g][i] = 0.f;
+  }
+  const int32_t* table = a.block_tables + static_cast<long long>(w.seq) * a.max_blocks;
+  const T* kc = static_cast<const T*>(a.k_cache) + static_cast<long long>(kvh) * D + sl * 8;
+  const T* vc = static_cast<const T*>(a.v_cache) + static_cast<long long>(kvh) * D + sl * 8;
+  // The trip count is the same for every lane of the CTA: the shuffles need whole warps.
+  for (int base = w.begin; base < w.end; base += kGroups * kUnroll) {
+    decode_step<T, D, G>(st, qf, kc, vc, table, a, base + lane_group, w.end);
+  }
+  decode_merge<T, D, G>(st, a, t, h0, heads);
+}
+
+// Merges the splits of one (token, head): weights exp2(m_s - M) * l_s, normalized.
+template <typename T>
+__global__ void decode_reduce_kernel(PagedAttentionArgs a) {
+  const int t = blockIdx.x, h = blockIdx.y;
+  if (a.skip_multi) {
+    const int seq = cuda_detail::find_seq(a.query_start, a.num_seqs, t);  // blockDim is a multiple of 32
+    if (__ldg(a.query_start + seq + 1) - __ldg(a.query_start + seq) > 1) return;
+  }
+  const long long row = static_cast<long long>(t) * a.n_heads + h;
+  const float2* ml = a.part_ml + row * a.splits;
+  float mx = kNegInf;
+  for (int j = 0; j < a.splits; ++j) mx = fmaxf(mx, ml[j].x);
+  const float safe = mx == kNegInf ? 0.f : mx;
+  for (int d = threadIdx.x; d < a.head_dim; d += blockDim.x) {
+    float sum = 0.f, o = 0.f;
+    for (int j = 0; j < a.splits; ++j) {
+      const float wgt = exp2f(ml[j].x - safe) * ml[j].y;
+      sum += wgt;
+      o += wgt * a.part_o[(row * a.splits + j) * a.head_dim + d];
+    }
+    static_cast<T*>(a.out)[row * a.head_dim + d] = Elem<T>::from_float(sum > 0.f ? o / sum : 0.f);
+  }
+}
+
+int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
+
+int context_splits_max(int max_context_len) { return std::max(1, ceil_div(max_context_len, kMinPartition)); }
+
+// Splits of the decode kernel: enough CTAs to fill the GPU, no split shorter than kMinPartition.
+int choose_splits(int num_tokens, int n_heads, int max_context_len) {
+  const int c = context_splits_max(max_context_len);
+  const long long rows = static_cast<long long>(num_tokens) * n_heads;
+  if (c <= 1 || rows >= kTargetRows) return 1;
+  return static_cast<int>(std::min<long long>(c, kTargetRows / rows));
+}
+
+int head_tile(int group) {
+  int g = 1;
+  while (g < group && g < kMaxHeadTile) g *= 2;
+  return g;
+}
+
+template <typename T, int D, int G>
+void launch_decode_g(const PagedAttentionArgs& a, cudaStream_t s) {
+  const dim3 grid(a.num_tokens, a.n_kv_heads * a.chunks, a.splits);
+  decode_kernel<T, D, G><<<grid, kThreads, 0, s>>>(a);
+  CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T, int D>
+void launch_decode_d(const PagedAttentionArgs& a, int tile, cudaStream_t s) {
+  switch (tile) {
+    case 1: return launch_decode_g<T, D, 1>(a, s);
+    case 2: return launch_decode_g<T, D, 2>(a, s);
+    case 4: return launch_decode_g<T, D, 4>(a, s);
+    default: return launch_decode_g<T, D, 8>(a, s);
+  }
+}
+
+template <typename T>
+void launch_decode(const PagedAttentionArgs& a, int tile, cudaStream_t s) {
+  switch (a.head_dim) {
+    case 64: launch_decode_d<T, 64>(a, tile, s); break;
+    case 128: launch_decode_d<T, 128>(a, tile, s); break;
+    default: launch_decode_d<T, 256>(a, tile, s); break;
+  }
+  if (a.splits > 1) {
+    decode_reduce_kernel<T><<<dim3(a.num_tokens, a.n_heads), std::min(a.head_dim, 128), 0, s>>>(a);
+    CONVEYOR_CUDA_CHECK(cudaGetLastError());
+  }
+}
+
+void check_attention_args(const AttentionBatchCuda& b, const PagedKvShape& shape, const AttentionParams& p,
+                          DType dt) {
+  CONVEYOR_CHECK(dt == DType::kBF16 || dt == DType::kF16, "paged_attention_cuda: dtype must be bf16 or f16, got ",
+                 dtype_name(dt));
+  CONVEYOR_CHECK(shape.head_dim == 64 || shape.head_dim == 128 || shape.head_dim == 256,
+                 "paged_attention_cuda: head_dim ", shape.head_dim, " is not supported (64, 128 or 256)");
+  CONVEYOR_CHECK(shape.num_blocks > 0 && shape.block_size > 0 && shape.n_kv_heads > 0,
+                 "paged_attention_cuda: bad KV cache shape num_blocks=", shape.num_blocks, " block_size=",
+                 shape.block_size, " n_kv_heads=", shape.n_kv_heads);
+  CONVEYOR_CHECK(p.n_heads > 0 && p.n_heads % shape.n_kv_heads == 0, "paged_attention_cuda: n_heads ", p.n_heads,
+                 " is not a positive multiple of n_kv_heads ", shape.n_kv_heads);
+  CONVEYOR_CHECK(p.scale > 0.f && std::isfinite(p.scale), "paged_attention_cuda: scale must be > 0, got ", p.scale);
+  CONVEYOR_CHECK(p.sliding_window >= 0, "paged_attention_cuda: sliding_window must be >= 0, got ", p.sliding_window);
+  CONVEYOR_CHECK(b.num_tokens >= 0 && b.num_seqs >= 0 && b.max_query_len >= 0 && b.max_context_len >= 0,
+                 "paged_attention_cuda: negative batch bounds");
+  CONVEYOR_CHECK(b.num_tokens == 0 || b.num_seqs > 0, "paged_attention_cuda: ", b.num_tokens,
+                 " tokens but no sequence");
+  CONVEYOR_CHECK(b.num_seqs <= 65535, "paged_attention_cuda: ", b.num_seqs, " sequences exceed 65535 per call");
+}
+
+}  // namespace
+
+void write_kv_cache_cuda(void* k_cache, void* v_cache, const void* k, const void* v, const AttentionBatchCuda& b,
+                         const PagedKvShape& shape, DType dt, cudaStream_t s) {
+  CONVEYOR_CHECK(shape.num_blocks > 0 && shape.block_size > 0 && shape.n_kv_heads > 0 && shape.head_dim > 0,
+                 "write_kv_cache_cuda: bad KV cache shape num_blocks=", shape.num_blocks, " block_size=",
+                 shape.block_size, " n_kv_heads=", shape.n_kv_heads, " head_dim=", shape.head_dim);
+  CONVEYOR_CHECK(b.num_tokens >= 0 && (b.num_tokens == 0 || b.num_seqs > 0),
+                 "write_kv_cache_cuda: bad batch tokens=", b.num_tokens, " seqs=", b.num_seqs);
+  if (b.num_tokens == 0) return;
+  CONVEYOR_CHECK(k_cache && v_cache && k && v && b.query_start && b.positions && b.block_tables,
+                 "write_kv_cache_cuda: null pointer argument");
+  const long long te = static_cast<long long>(shape.token_elems());
+#define CONVEYOR_WRITE_KV(T)                                                                                     \
+  write_kv_kernel<T><<<b.num_tokens, kThreads, 0, s>>>(                                                           \
+      static_cast<T*>(k_cache), static_cast<T*>(v_cache), static_cast<const T*>(k), static_cast<const T*>(v),   \
+      b.query_start, b.positions, b.block_tables, b.num_seqs, b.max_blocks_per_seq, shape.num_blocks,          \
+      shape.block_size, te)
+  switch (dt) {
+    case DType::kBF16: CONVEYOR_WRITE_KV(__nv_bfloat16); break;
+    case DType::kF16: CONVEYOR_WRITE_KV(__half); break;
+    case DType::kF32: CONVEYOR_WRITE_KV(float); break;
+    default: CONVEYOR_THROW("write_kv_cache_cuda: dtype must be bf16, f16 or f32, got ", dtype_name(dt));
+  }
+#undef CONVEYOR_WRITE_KV
+  CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+
+size_t paged_attention_workspace_bytes(int num_tokens, int n_heads, int head_dim, int max_context_len) {
+  const int c = context_splits_max(max_context_len);
+  if (c <= 1 || num_tokens <= 0 || n_heads <= 0) return 0;
+  const long long rows = std::min<long long>(static_cast<long long>(num_tokens) * n_heads * c, kTargetRows);
+  return static_cast<size_t>(rows) * (static_cast<size_t>(head_dim) * sizeof(float) + sizeof(float2));
+}
+
+void paged_attention_cuda(void* out, const void* q, const void* k_cache, const void* v_cache,
+                          const AttentionBatchCuda& b, const PagedKvShape& shape, const AttentionParams& p,
+                          void* workspace, DType dt, cudaStream_t s) {
+  check_attention_args(b, shape, p, dt);
+  if (b.num_tokens == 0) return;
+  CONVEYOR_CHECK(out && q && k_cache && v_cache && b.query_start && b.positions && b.block_tables,
+                 "paged_attention_cuda: null pointer argument");
+  CONVEYOR_CHECK(((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k_cache) |
+                   reinterpret_cast<uintptr_t>(v_cache) | reinterpret_cast<uintptr_t>(out)) % 16) == 0,
+                 "paged_attention_cuda: q, out and the caches must be 16-byte aligned");
+  PagedAttentionArgs a;
+  a.out = out;
+  a.q = q;
+  a.k_cache = k_cache;
+  a.v_cache = v_cache;
+  a.query_start = b.query_start;
+  a.positions = b.positions;
+  a.block_tables = b.block_tables;
+  a.num_seqs = b.num_seqs;
+  a.num_tokens = b.num_tokens;
+  a.max_blocks = b.max_blocks_per_seq;
+  a.num_blocks = shape.num_blocks;
+  a.block_size = shape.block_size;
+  a.n_heads = p.n_heads;
+  a.n_kv_heads = shape.n_kv_heads;
+  a.group = p.n_heads / shape.n_kv_heads;
+  a.head_dim = shape.head_dim;
+  a.window = p.sliding_window;
+  a.scale_log2 = p.scale * 1.4426950408889634f;
+  a.splits = choose_splits(b.num_tokens, p.n_heads, b.max_context_len);
+  const int tile = head_tile(a.group);
+  a.chunks = ceil_div(a.group, tile);
+  CONVEYOR_CHECK(static_cast<long long>(a.n_kv_heads) * a.chunks <= 65535 && a.splits <= 65535,
+                 "paged_attention_cuda: grid too large (n_kv_heads ", a.n_kv_heads, ", splits ", a.splits, ")");
+  if (a.splits > 1) {
+    CONVEYOR_CHECK(workspace != nullptr, "paged_attention_cuda: this batch splits the context ", a.splits,
+                   " ways and needs paged_attention_workspace_bytes(", b.num_tokens, ", ", p.n_heads, ", ",
+                   shape.head_dim, ", ", b.max_context_len, ") bytes of workspace, got null");
+    a.part_o = static_cast<float*>(workspace);
+    a.part_ml = reinterpret_cast<float2*>(a.part_o + static_cast<size_t>(b.num_tokens) * p.n_heads * a.splits *
+                                                         shape.head_dim);
+  }
+  const bool prefill = b.max_query_len > 1 && cuda_detail::prefill_kernel_supports(shape.head_dim);
+  a.skip_multi = prefill ? 1 : 0;
+  if (dt == DType::kBF16) {
+    launch_decode<__nv_bfloat16>(a, tile, s);
+  } else {
+    launch_decode<__half>(a, tile, s);
+  }
+  if (prefill) cuda_detail::launch_prefill_attention(a, b.max_query_len, dt, s);
+}
+
+}  // namespace conveyor

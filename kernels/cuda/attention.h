@@ -1,0 +1,57 @@
+// Paged attention on the GPU: the KV-cache write and causal attention for mixed batches of decodes
+// and prefill chunks, the CUDA twins of kernels/cpu/attention.h (same cache layout, same rules).
+// Decodes run a GQA-aware split-K kernel (one CTA reads one KV head once for its query heads, a
+// reduce kernel merges the context splits); sequences with several new tokens run a flash-attention
+// tile kernel on tensor cores. Launchers only enqueue: no allocation, no synchronization.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/dtype.h"
+
+namespace conveyor {
+
+// Device pointers with the meaning of kernels/cpu AttentionBatch, plus host-side launch bounds.
+struct AttentionBatchCuda {
+  int num_seqs = 0;
+  int num_tokens = 0;
+  const int32_t* query_start = nullptr;   // [num_seqs + 1], device
+  const int32_t* positions = nullptr;     // [num_tokens], device
+  const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq], -1 padded, device
+  int max_blocks_per_seq = 0;
+  // host-side bounds for launch configuration (exact or upper bounds). max_query_len <= 1 sends every
+  // token through the decode kernel (correct, slow for long chunks); max_context_len only sets the
+  // number of context splits, so an understatement costs speed, never correctness.
+  int max_query_len = 0;    // longest new-token run of one sequence in this batch
+  int max_context_len = 0;  // largest (last position + 1) of any sequence
+};
+
+// Writes k, v into the pools at their positions. A token whose position falls outside its block
+// table (entry -1, or past max_blocks_per_seq, or a block id outside the pool) is not written: the
+// kernel cannot throw, and the scheduler owns that invariant (write_kv_cache_ref checks it).
+void write_kv_cache_cuda(void* k_cache,        // [num_blocks, block_size, n_kv_heads, head_dim], dt
+                         void* v_cache,        // [num_blocks, block_size, n_kv_heads, head_dim], dt
+                         const void* k,        // [num_tokens, n_kv_heads, head_dim], dt
+                         const void* v,        // [num_tokens, n_kv_heads, head_dim], dt
+                         const AttentionBatchCuda& b, const PagedKvShape& shape, DType dt, cudaStream_t s);
+
+// Bytes of split-K partials paged_attention_cuda needs; 0 when it never splits. Monotone in every
+// argument, so a workspace sized with upper bounds (tokens, context) serves any smaller batch.
+size_t paged_attention_workspace_bytes(int num_tokens, int n_heads, int head_dim, int max_context_len);
+
+// out = causal attention of q over each sequence's cached positions (<= its own position, inside the
+// sliding window when p.sliding_window > 0). The cache must already hold the new tokens.
+// dt: kBF16 or kF16. head_dim: a multiple of 8 up to 256 (64 and 128 are the tuned ones).
+void paged_attention_cuda(void* out,             // [num_tokens, n_heads, head_dim], dt
+                          const void* q,         // [num_tokens, n_heads, head_dim], dt
+                          const void* k_cache,   // [num_blocks, block_size, n_kv_heads, head_dim], dt
+                          const void* v_cache,   // [num_blocks, block_size, n_kv_heads, head_dim], dt
+                          const AttentionBatchCuda& b, const PagedKvShape& shape, const AttentionParams& p,
+                          void* workspace,       // paged_attention_workspace_bytes(...) bytes, or null if 0
+                          DType dt, cudaStream_t s);
+
+}  // namespace conveyor

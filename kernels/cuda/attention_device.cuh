@@ -1,0 +1,103 @@
+// Device helpers shared by the attention and rope kernels (CUDA only; not part of any public API):
+// element conversions for the three storage types, 16-byte vector unpacking, the warp-wide search
+// for a token's sequence and the paged-cache address of (sequence, position).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace conveyor::cuda_detail {
+
+template <typename T>
+struct Elem;
+template <>
+struct Elem<float> {
+  static __device__ __forceinline__ float to_float(float x) { return x; }
+  static __device__ __forceinline__ float from_float(float x) { return x; }
+};
+template <>
+struct Elem<__nv_bfloat16> {
+  static __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+  static __device__ __forceinline__ __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
+};
+template <>
+struct Elem<__half> {
+  static __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+  static __device__ __forceinline__ __half from_float(float x) { return __float2half_rn(x); }
+};
+
+// 8 16-bit elements held in one 16-byte vector, to fp32.
+template <typename T>
+__device__ __forceinline__ void unpack8(const uint4& v, float* f) {
+  const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) f[i] = Elem<T>::to_float(e[i]);
+}
+
+// The sequence s with query_start[s] <= t < query_start[s + 1] (the last such s when some
+// sequences are empty). Every lane of the warp must call it; each step reads 32 evenly spaced
+// entries and keeps the segment that holds t, so 1024 sequences take two dependent reads.
+__device__ __forceinline__ int find_seq(const int32_t* query_start, int num_seqs, int t) {
+  const int lane = threadIdx.x & 31;
+  int lo = 0, hi = num_seqs - 1;  // invariant: query_start[lo] <= t, answer in [lo, hi]
+  while (lo < hi) {
+    const int step = (hi - lo + 32) / 32;  // ceil((hi - lo + 1) / 32)
+    const int idx = lo + lane * step;
+    const bool ok = idx <= hi && __ldg(query_start + idx) <= t;
+    const unsigned mask = __ballot_sync(0xffffffffu, ok);
+    const int last = 31 - __clz(static_cast<int>(mask));  // lane 0 is always ok
+    const int new_lo = lo + last * step;
+    hi = min(hi, new_lo + step - 1);
+    lo = new_lo;
+  }
+  return lo;
+}
+
+// Element offset of (position, kv head 0) in one layer's pool, or -1 when the block table does not
+// cover the position or names a block outside the pool.
+__device__ __forceinline__ long long cache_row(const int32_t* table, int max_blocks, int pos, int block_size,
+                                               int num_blocks, long long token_elems) {
+  const int idx = pos / block_size;
+  if (pos < 0 || idx >= max_blocks) return -1;
+  const int block = __ldg(table + idx);
+  if (block < 0 || block >= num_blocks) return -1;
+  return (static_cast<long long>(block) * block_size + pos % block_size) * token_elems;
+}
+
+}  // namespace conveyor::cuda_detail
+
+#include "kernels/dtype.h"
+
+namespace conveyor::cuda_detail {
+
+constexpr float kNegInf = -__builtin_huge_valf();
+
+// Everything one paged-attention launch needs, resolved on the host. Scores are kept in the log2
+// domain (q.k * scale * log2 e) so the kernels use exp2f.
+struct PagedAttentionArgs {
+  void* out = nullptr;             // [num_tokens, n_heads, head_dim]
+  const void* q = nullptr;         // [num_tokens, n_heads, head_dim]
+  const void* k_cache = nullptr;   // [num_blocks, block_size, n_kv_heads, head_dim]
+  const void* v_cache = nullptr;   // [num_blocks, block_size, n_kv_heads, head_dim]
+  float* part_o = nullptr;         // [num_tokens, n_heads, splits, head_dim] normalized split outputs
+  float2* part_ml = nullptr;       // [num_tokens, n_heads, splits] (max, sum) of each split
+  const int32_t* query_start = nullptr;
+  const int32_t* positions = nullptr;
+  const int32_t* block_tables = nullptr;
+  int num_seqs = 0, num_tokens = 0, max_blocks = 0, num_blocks = 0, block_size = 0;
+  int n_heads = 0, n_kv_heads = 0, group = 0, head_dim = 0;
+  int window = 0;
+  float scale_log2 = 0.f;
+  int splits = 1;      // context splits of the decode kernel
+  int chunks = 1;      // query-head chunks per KV head in the decode kernel
+  int skip_multi = 0;  // 1: the decode kernel leaves sequences with > 1 new token to the prefill kernel
+};
+
+// The flash-attention tile kernel for sequences with more than one new token (attention_prefill.cu).
+bool prefill_kernel_supports(int head_dim);
+void launch_prefill_attention(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s);
+
+}  // namespace conveyor::cuda_detail

@@ -1,0 +1,155 @@
+// RoPE kernels (see rope.h). One CTA per token: the token's cos/sin table goes to shared memory once
+// and serves every head, so sincosf runs head_dim/2 times per token, not per head. The fused variant
+// also finds the token's sequence (warp search over query_start) and writes k and v into the pool.
+#include "kernels/cuda/rope.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/cuda/attention_device.cuh"
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/error.h"
+
+namespace conveyor {
+namespace {
+
+using cuda_detail::Elem;
+
+constexpr int kThreads = 128;
+constexpr int kMaxHalf = 512;  // head_dim <= 1024, as rope_ref
+
+// Fills cos_s/sin_s [half] for one position; the caller syncs.
+__device__ void fill_sincos(int pos, const float* inv_freq, int half, float* cos_s, float* sin_s) {
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    const float angle = static_cast<float>(pos) * __ldg(inv_freq + i);  // fp32 product, as rope_ref
+    sincosf(angle, sin_s + i, cos_s + i);
+  }
+}
+
+// dst[h, :] = rotate_half(src[h, :]) for heads rows of head_dim; src may equal dst (each pair is read
+// and written by the same thread).
+template <typename T>
+__device__ void rotate_rows(T* dst, const T* src, int heads, int half, const float* cos_s, const float* sin_s) {
+  const int head_dim = 2 * half;
+  for (int i = threadIdx.x; i < heads * half; i += blockDim.x) {
+    const int h = i / half, j = i % half;
+    const long long base = static_cast<long long>(h) * head_dim;
+    const float x1 = Elem<T>::to_float(src[base + j]);
+    const float x2 = Elem<T>::to_float(src[base + j + half]);
+    dst[base + j] = Elem<T>::from_float(x1 * cos_s[j] - x2 * sin_s[j]);
+    dst[base + j + half] = Elem<T>::from_float(x2 * cos_s[j] + x1 * sin_s[j]);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    rope_kernel(T* q, T* k, const int32_t* positions, const float* inv_freq, int n_heads, int n_kv_heads, int half) {
+  __shared__ float cos_s[kMaxHalf], sin_s[kMaxHalf];
+  const long long t = blockIdx.x;
+  fill_sincos(__ldg(positions + t), inv_freq, half, cos_s, sin_s);
+  __syncthreads();
+  T* qt = q + t * n_heads * 2 * half;
+  T* kt = k + t * n_kv_heads * 2 * half;
+  rotate_rows(qt, qt, n_heads, half, cos_s, sin_s);
+  rotate_rows(kt, kt, n_kv_heads, half, cos_s, sin_s);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    rope_write_kv_kernel(T* q, const T* k, const T* v, T* k_cache, T* v_cache, const float* inv_freq,
+                         const int32_t* query_start, const int32_t* positions, const int32_t* block_tables,
+                         int num_seqs, int max_blocks, int num_blocks, int block_size, int n_heads,
+                         int n_kv_heads, int half) {
+  __shared__ float cos_s[kMaxHalf], sin_s[kMaxHalf];
+  __shared__ long long row_s;
+  const int t = blockIdx.x;
+  const int pos = __ldg(positions + t);
+  const long long token_elems = static_cast<long long>(n_kv_heads) * 2 * half;
+  if (threadIdx.x < 32) {
+    const int seq = cuda_detail::find_seq(query_start, num_seqs, t);
+    if (threadIdx.x == 0) {
+      row_s = cuda_detail::cache_row(block_tables + static_cast<long long>(seq) * max_blocks, max_blocks, pos,
+                                     block_size, num_blocks, token_elems);
+    }
+  }
+  fill_sincos(pos, inv_freq, half, cos_s, sin_s);
+  __syncthreads();
+  T* qt = q + static_cast<long long>(t) * n_heads * 2 * half;
+  rotate_rows(qt, qt, n_heads, half, cos_s, sin_s);
+  const long long row = row_s;
+  if (row < 0) return;
+  rotate_rows(k_cache + row, k + t * token_elems, n_kv_heads, half, cos_s, sin_s);
+  const T* vt = v + t * token_elems;
+  T* dst = v_cache + row;
+  for (long long i = threadIdx.x; i < token_elems; i += blockDim.x) dst[i] = vt[i];
+}
+
+void check_rope_dims(int head_dim, DType dt) {
+  CONVEYOR_CHECK(head_dim > 0 && head_dim % 2 == 0 && head_dim <= 2 * kMaxHalf,
+                 "rope_cuda: head_dim must be even and in (0, ", 2 * kMaxHalf, "], got ", head_dim);
+  CONVEYOR_CHECK(dt == DType::kBF16 || dt == DType::kF16 || dt == DType::kF32,
+                 "rope_cuda: dtype must be bf16, f16 or f32, got ", dtype_name(dt));
+}
+
+template <typename T>
+void launch_rope(void* q, void* k, const int32_t* positions, const float* inv_freq, int tokens, int n_heads,
+                 int n_kv_heads, int head_dim, cudaStream_t s) {
+  rope_kernel<T><<<tokens, kThreads, 0, s>>>(static_cast<T*>(q), static_cast<T*>(k), positions, inv_freq, n_heads,
+                                              n_kv_heads, head_dim / 2);
+  CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void launch_rope_write_kv(void* q, const void* k, const void* v, void* k_cache, void* v_cache,
+                          const float* inv_freq, const AttentionBatchCuda& b, const PagedKvShape& shape,
+                          int n_heads, cudaStream_t s) {
+  rope_write_kv_kernel<T><<<b.num_tokens, kThreads, 0, s>>>(
+      static_cast<T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), static_cast<T*>(k_cache),
+      static_cast<T*>(v_cache), inv_freq, b.query_start, b.positions, b.block_tables, b.num_seqs,
+      b.max_blocks_per_seq, shape.num_blocks, shape.block_size, n_heads, shape.n_kv_heads, shape.head_dim / 2);
+  CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void rope_cuda(void* q, void* k, const int32_t* positions, const float* inv_freq, int tokens, int n_heads,
+               int n_kv_heads, int head_dim, DType dt, cudaStream_t s) {
+  CONVEYOR_CHECK(tokens >= 0 && n_heads > 0 && n_kv_heads > 0, "rope_cuda: bad shape tokens=", tokens,
+                 " n_heads=", n_heads, " n_kv_heads=", n_kv_heads);
+  check_rope_dims(head_dim, dt);
+  if (tokens == 0) return;
+  CONVEYOR_CHECK(q && k && positions && inv_freq, "rope_cuda: null pointer argument");
+  switch (dt) {
+    case DType::kBF16:
+      return launch_rope<__nv_bfloat16>(q, k, positions, inv_freq, tokens, n_heads, n_kv_heads, head_dim, s);
+    case DType::kF16:
+      return launch_rope<__half>(q, k, positions, inv_freq, tokens, n_heads, n_kv_heads, head_dim, s);
+    default:
+      return launch_rope<float>(q, k, positions, inv_freq, tokens, n_heads, n_kv_heads, head_dim, s);
+  }
+}
+
+void rope_write_kv_cuda(void* q, const void* k, const void* v, void* k_cache, void* v_cache, const float* inv_freq,
+                        const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, DType dt,
+                        cudaStream_t s) {
+  CONVEYOR_CHECK(b.num_tokens >= 0 && b.num_seqs >= 0 && n_heads > 0 && shape.n_kv_heads > 0 &&
+                     shape.num_blocks > 0 && shape.block_size > 0,
+                 "rope_write_kv_cuda: bad shape tokens=", b.num_tokens, " seqs=", b.num_seqs, " n_heads=", n_heads,
+                 " n_kv_heads=", shape.n_kv_heads, " num_blocks=", shape.num_blocks, " block_size=",
+                 shape.block_size);
+  check_rope_dims(shape.head_dim, dt);
+  if (b.num_tokens == 0) return;
+  CONVEYOR_CHECK(b.num_seqs > 0, "rope_write_kv_cuda: ", b.num_tokens, " tokens but no sequence");
+  CONVEYOR_CHECK(q && k && v && k_cache && v_cache && inv_freq && b.query_start && b.positions && b.block_tables,
+                 "rope_write_kv_cuda: null pointer argument");
+  switch (dt) {
+    case DType::kBF16:
+      return launch_rope_write_kv<__nv_bfloat16>(q, k, v, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
+    case DType::kF16:
+      return launch_rope_write_kv<__half>(q, k, v, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
+    default:
+      return launch_rope_write_kv<float>(q, k, v, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
+  }
+}
+
+}  // namespace conveyor

@@ -1,0 +1,76 @@
+// RAII device buffers and 16-bit conversions for the kernel GPU tests: inputs are rounded to the
+// storage dtype on the host first, so the fp32 CPU twin sees exactly what the GPU sees.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/dtype.h"
+#include "runtime/cuda/cuda_check.h"
+
+namespace conveyor::testing {
+
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    if (bytes_ > 0) CONVEYOR_CUDA_CHECK(cudaMalloc(&ptr_, bytes_));
+  }
+  ~DeviceBuffer() {
+    if (ptr_) cudaFree(ptr_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  template <typename T>
+  static DeviceBuffer from(const std::vector<T>& host) {
+    DeviceBuffer b(host.size() * sizeof(T));
+    if (!host.empty()) CONVEYOR_CUDA_CHECK(cudaMemcpy(b.ptr_, host.data(), b.bytes_, cudaMemcpyHostToDevice));
+    return b;
+  }
+  template <typename T>
+  std::vector<T> to_host() const {
+    std::vector<T> out(bytes_ / sizeof(T));
+    CONVEYOR_CUDA_CHECK(cudaDeviceSynchronize());
+    if (!out.empty()) CONVEYOR_CUDA_CHECK(cudaMemcpy(out.data(), ptr_, bytes_, cudaMemcpyDeviceToHost));
+    return out;
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
+
+  void* get() const { return ptr_; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+inline float round_to(float x, DType dt) {
+  if (dt == DType::kBF16) return bf16_to_float(float_to_bf16(x));
+  if (dt == DType::kF16) return f16_to_float(float_to_f16(x));
+  return x;
+}
+
+inline void round_all(std::vector<float>& v, DType dt) {
+  for (float& x : v) x = round_to(x, dt);
+}
+
+// Host floats as a device buffer of dtype dt (kBF16, kF16 or kF32).
+inline DeviceBuffer upload(const std::vector<float>& v, DType dt) {
+  if (dt == DType::kF32) return DeviceBuffer::from(v);
+  std::vector<uint16_t> bits(v.size());
+  for (size_t i = 0; i < v.size(); ++i) bits[i] = dt == DType::kBF16 ? float_to_bf16(v[i]) : float_to_f16(v[i]);
+  return DeviceBuffer::from(bits);
+}
+
+inline std::vector<float> download(const DeviceBuffer& b, DType dt) {
+  if (dt == DType::kF32) return b.to_host<float>();
+  const std::vector<uint16_t> bits = b.to_host<uint16_t>();
+  std::vector<float> v(bits.size());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = dt == DType::kBF16 ? bf16_to_float(bits[i]) : f16_to_float(bits[i]);
+  return v;
+}
+
+}  // namespace conveyor::testing

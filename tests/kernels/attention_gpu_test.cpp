@@ -1,0 +1,194 @@
+// Tests write_kv_cache_cuda and paged_attention_cuda against write_kv_cache_ref / paged_attention_ref
+// (fp32, on the same dtype-rounded inputs) for bf16 and f16: MHA, GQA, MQA, head_dim 64/128/256,
+// block sizes 16 and 32, batches mixing decodes and prefill chunks (query lengths 1, 7, 100; contexts
+// 1, 33, 1000, 5000) on shuffled block tables, sliding windows 0 and 64. Every element is checked.
+#include "kernels/cuda/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cpu/attention.h"
+#include "tests/kernels/attention_gpu_support.h"
+#include "tests/support/test_support.h"
+
+namespace conveyor {
+namespace {
+
+using testing::compare_all;
+using testing::DeviceBuffer;
+using testing::random_floats;
+using testing::round_all;
+
+struct Case {
+  std::string name;
+  int n_heads, n_kv_heads, head_dim, block_size, window;
+  std::vector<std::pair<int, int>> seqs;  // (cached history, new tokens) per sequence
+};
+
+// Contexts 1, 33, 1000, 5000 for decodes; chunks of 7 and 100 tokens after various histories.
+const std::vector<std::pair<int, int>> kMixed = {{0, 1},  {32, 1},  {999, 1}, {4999, 1}, {0, 7},
+                                                 {26, 7}, {993, 7}, {0, 100}, {900, 100}};
+const std::vector<std::pair<int, int>> kDecodes = {{0, 1}, {32, 1}, {999, 1}, {4999, 1}, {4000, 1}, {77, 1}};
+
+std::vector<std::pair<int, int>> with(std::vector<std::pair<int, int>> v, std::pair<int, int> extra) {
+  v.push_back(extra);
+  return v;
+}
+
+// The host side of one test batch: block tables over a shuffled pool, positions, rounded inputs.
+struct HostBatch {
+  PagedKvShape shape;
+  std::vector<int32_t> query_start{0}, positions, tables;
+  int max_blocks = 0, max_query_len = 0, max_context_len = 0;
+  std::vector<float> k_cache, v_cache, q, k, v;
+  AttentionBatch batch() const {
+    AttentionBatch b;
+    b.num_seqs = static_cast<int>(query_start.size()) - 1;
+    b.query_start = query_start.data();
+    b.positions = positions.data();
+    b.block_tables = tables.data();
+    b.max_blocks_per_seq = max_blocks;
+    return b;
+  }
+};
+
+HostBatch make_batch(const Case& c, DType dt, uint64_t seed) {
+  HostBatch h;
+  std::mt19937_64 rng(seed);
+  int total_blocks = 0;
+  for (auto [hist, fresh] : c.seqs) {
+    const int blocks = (hist + fresh + c.block_size - 1) / c.block_size;
+    total_blocks += blocks;
+    h.max_blocks = std::max(h.max_blocks, blocks + 1);  // one spare entry stays -1
+    h.max_query_len = std::max(h.max_query_len, fresh);
+    h.max_context_len = std::max(h.max_context_len, hist + fresh);
+  }
+  h.shape = PagedKvShape{total_blocks + 5, c.block_size, c.n_kv_heads, c.head_dim};
+  std::vector<int32_t> ids(h.shape.num_blocks);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  size_t next = 0;
+  for (auto [hist, fresh] : c.seqs) {
+    const int blocks = (hist + fresh + c.block_size - 1) / c.block_size;
+    for (int i = 0; i < h.max_blocks; ++i) h.tables.push_back(i < blocks ? ids[next++] : -1);
+    for (int p = hist; p < hist + fresh; ++p) h.positions.push_back(p);
+    h.query_start.push_back(h.query_start.back() + fresh);
+  }
+  const size_t tokens = h.positions.size();
+  // The whole pool is random: history slots hold "earlier" K/V, the rest is garbage nobody may read.
+  h.k_cache = random_floats(h.shape.layer_elems(), seed + 1);
+  h.v_cache = random_floats(h.shape.layer_elems(), seed + 2);
+  h.k = random_floats(tokens * h.shape.token_elems(), seed + 3);
+  h.v = random_floats(tokens * h.shape.token_elems(), seed + 4);
+  h.q = random_floats(tokens * c.n_heads * c.head_dim, seed + 5, -3.f, 3.f);  // scores of order 1
+  for (auto* v : {&h.k_cache, &h.v_cache, &h.k, &h.v, &h.q}) round_all(*v, dt);
+  return h;
+}
+
+void run_case(const Case& c, DType dt) {
+  SCOPED_TRACE(c.name + " " + dtype_name(dt));
+  HostBatch h = make_batch(c, dt, 1000 + c.head_dim + 7 * c.n_heads + c.window);
+  const int tokens = static_cast<int>(h.positions.size());
+  DeviceBuffer k_cache = testing::upload(h.k_cache, dt), v_cache = testing::upload(h.v_cache, dt);
+  DeviceBuffer k = testing::upload(h.k, dt), v = testing::upload(h.v, dt), q = testing::upload(h.q, dt);
+  DeviceBuffer out(static_cast<size_t>(tokens) * c.n_heads * c.head_dim * dtype_size(dt));
+  DeviceBuffer qs = DeviceBuffer::from(h.query_start), pos = DeviceBuffer::from(h.positions);
+  DeviceBuffer tables = DeviceBuffer::from(h.tables);
+  AttentionBatchCuda b;
+  b.num_seqs = static_cast<int>(c.seqs.size());
+  b.num_tokens = tokens;
+  b.query_start = qs.as<int32_t>();
+  b.positions = pos.as<int32_t>();
+  b.block_tables = tables.as<int32_t>();
+  b.max_blocks_per_seq = h.max_blocks;
+  b.max_query_len = h.max_query_len;
+  b.max_context_len = h.max_context_len;
+  const AttentionParams p{c.n_heads, 1.f / std::sqrt(static_cast<float>(c.head_dim)), c.window};
+  DeviceBuffer ws(paged_attention_workspace_bytes(tokens, c.n_heads, c.head_dim, h.max_context_len));
+
+  write_kv_cache_cuda(k_cache.get(), v_cache.get(), k.get(), v.get(), b, h.shape, dt, nullptr);
+  paged_attention_cuda(out.get(), q.get(), k_cache.get(), v_cache.get(), b, h.shape, p, ws.get(), dt, nullptr);
+
+  const AttentionBatch hb = h.batch();
+  write_kv_cache_ref(h.k_cache.data(), h.v_cache.data(), h.k.data(), h.v.data(), hb, h.shape);
+  EXPECT_EQ(compare_all(testing::download(k_cache, dt), h.k_cache, 0.f, 0.f), "") << "K cache";
+  EXPECT_EQ(compare_all(testing::download(v_cache, dt), h.v_cache, 0.f, 0.f), "") << "V cache";
+  std::vector<float> want(static_cast<size_t>(tokens) * c.n_heads * c.head_dim);
+  paged_attention_ref(want.data(), h.q.data(), h.k_cache.data(), h.v_cache.data(), hb, h.shape, p);
+  const float tol = dt == DType::kBF16 ? 1e-2f : 2e-3f;
+  EXPECT_EQ(compare_all(testing::download(out, dt), want, tol, tol), "") << "attention output";
+}
+
+class PagedAttentionGpu : public ::testing::TestWithParam<DType> {};
+
+TEST_P(PagedAttentionGpu, GqaMixedBatch) {
+  run_case({"gqa 32/8 d128 bs16", 32, 8, 128, 16, 0, with(kMixed, {4900, 100})}, GetParam());
+}
+TEST_P(PagedAttentionGpu, GqaMixedBatchWindow) {
+  run_case({"gqa 32/8 d128 bs32 window 64", 32, 8, 128, 32, 64, with(kMixed, {4900, 100})}, GetParam());
+}
+TEST_P(PagedAttentionGpu, MhaHeadDim64) { run_case({"mha 8/8 d64 bs16", 8, 8, 64, 16, 0, kMixed}, GetParam()); }
+TEST_P(PagedAttentionGpu, MqaHeadDim64Window) {
+  run_case({"mqa 8/1 d64 bs32 window 64", 8, 1, 64, 32, 64, kMixed}, GetParam());
+}
+TEST_P(PagedAttentionGpu, MqaWideGroupDecodes) {
+  // 16 query heads on one KV head: two head chunks per KV head; decodes only, many splits.
+  run_case({"mqa 16/1 d128 bs16 decodes", 16, 1, 128, 16, 0, kDecodes}, GetParam());
+}
+TEST_P(PagedAttentionGpu, GqaDecodesSplitK) {
+  run_case({"gqa 32/8 d128 bs32 decodes", 32, 8, 128, 32, 0, kDecodes}, GetParam());
+  run_case({"gqa 32/8 d128 bs16 decodes window 64", 32, 8, 128, 16, 64, kDecodes}, GetParam());
+}
+TEST_P(PagedAttentionGpu, OddGroupOfThree) {
+  // 12 heads over 4 KV heads: a head tile of 4 with one masked head per CTA.
+  run_case({"gqa 12/4 d64 bs16", 12, 4, 64, 16, 0, kMixed}, GetParam());
+}
+TEST_P(PagedAttentionGpu, HeadDim256GenericPath) {
+  // No tensor-core prefill for 256: every token, chunk or decode, takes the decode kernel.
+  run_case({"gqa 8/2 d256 bs16", 8, 2, 256, 16, 0, kMixed}, GetParam());
+}
+TEST_P(PagedAttentionGpu, LongPrefillChunkAfterHistory) {
+  // A 300-token chunk (several 64-row tiles, one ragged) after 700 cached positions, next to decodes.
+  run_case({"gqa 32/8 d128 bs16 chunk 300", 32, 8, 128, 16, 0, {{700, 300}, {5, 1}, {2000, 1}}}, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, PagedAttentionGpu, ::testing::Values(DType::kBF16, DType::kF16),
+                         [](const ::testing::TestParamInfo<DType>& i) { return std::string(dtype_name(i.param)); });
+
+TEST(PagedAttentionGpuArgs, RejectsBadArguments) {
+  AttentionBatchCuda b;
+  b.num_tokens = 1;
+  b.num_seqs = 1;
+  const PagedKvShape shape{4, 16, 2, 96};
+  const AttentionParams p{4, 0.1f, 0};
+  EXPECT_THROW(paged_attention_cuda(nullptr, nullptr, nullptr, nullptr, b, shape, p, nullptr, DType::kBF16, nullptr),
+               Error);  // head_dim 96
+  const PagedKvShape ok_shape{4, 16, 2, 128};
+  EXPECT_THROW(paged_attention_cuda(nullptr, nullptr, nullptr, nullptr, b, ok_shape, p, nullptr, DType::kF32, nullptr),
+               Error);  // f32
+  const AttentionParams bad_heads{3, 0.1f, 0};
+  EXPECT_THROW(
+      paged_attention_cuda(nullptr, nullptr, nullptr, nullptr, b, ok_shape, bad_heads, nullptr, DType::kBF16, nullptr),
+      Error);  // 3 heads over 2 KV heads
+}
+
+TEST(PagedAttentionGpuArgs, WorkspaceIsMonotone) {
+  EXPECT_EQ(paged_attention_workspace_bytes(64, 32, 128, 64), 0u);  // one split at most
+  size_t prev = 0;
+  for (int tokens : {1, 4, 64, 512, 4096}) {
+    const size_t w = paged_attention_workspace_bytes(tokens, 32, 128, 4096);
+    EXPECT_GE(w, prev);
+    prev = w;
+  }
+  EXPECT_LE(paged_attention_workspace_bytes(1 << 20, 64, 256, 1 << 20), size_t(64) << 20);  // bounded
+}
+
+}  // namespace
+}  // namespace conveyor

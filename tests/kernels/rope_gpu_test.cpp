@@ -1,0 +1,136 @@
+// Tests rope_cuda against rope_ref (bf16, f16, f32; default and llama3-scaled inv_freq; head_dim 64
+// and 128; odd token counts and large positions) and rope_write_kv_cuda against rope_ref followed by
+// write_kv_cache_ref on a shuffled paged pool. Every element is checked.
+#include "kernels/cuda/rope.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/rope.h"
+#include "tests/kernels/attention_gpu_support.h"
+#include "tests/support/test_support.h"
+
+namespace conveyor {
+namespace {
+
+using testing::compare_all;
+using testing::DeviceBuffer;
+using testing::random_floats;
+using testing::round_all;
+
+// One ulp of the storage type (the GPU rounds its fp32 result once) plus fp32 sincos differences.
+float tolerance(DType dt) { return dt == DType::kBF16 ? 8e-3f : dt == DType::kF16 ? 1e-3f : 2e-5f; }
+
+RopeTable table_for(bool llama3, int head_dim) {
+  if (llama3) return RopeTable(head_dim, 500000.0, RopeFreqScaling{RopeFreqType::kLlama3, 8.f, 1.f, 4.f, 8192}, 131072);
+  return RopeTable(head_dim, 10000.0, RopeFreqScaling{}, 4096);
+}
+
+struct RopeCase {
+  DType dt;
+  bool llama3;
+  int head_dim;
+};
+
+class RopeGpu : public ::testing::TestWithParam<RopeCase> {};
+
+TEST_P(RopeGpu, MatchesReference) {
+  const RopeCase c = GetParam();
+  const int tokens = 37, n_heads = 12, n_kv_heads = 3;
+  const RopeTable table = table_for(c.llama3, c.head_dim);
+  std::vector<int32_t> positions(tokens);
+  std::mt19937 rng(7);
+  for (int t = 0; t < tokens; ++t) positions[t] = t < 5 ? t : static_cast<int>(rng() % 100000);
+  std::vector<float> q = random_floats(size_t(tokens) * n_heads * c.head_dim, 11, -2.f, 2.f);
+  std::vector<float> k = random_floats(size_t(tokens) * n_kv_heads * c.head_dim, 12, -2.f, 2.f);
+  round_all(q, c.dt);
+  round_all(k, c.dt);
+  DeviceBuffer qd = testing::upload(q, c.dt), kd = testing::upload(k, c.dt);
+  DeviceBuffer pd = DeviceBuffer::from(positions), fd = DeviceBuffer::from(table.static_inv_freq());
+  rope_cuda(qd.get(), kd.get(), pd.as<int32_t>(), fd.as<float>(), tokens, n_heads, n_kv_heads, c.head_dim, c.dt,
+            nullptr);
+  rope_ref(q.data(), k.data(), positions.data(), tokens, n_heads, n_kv_heads, table);
+  const float tol = tolerance(c.dt);
+  EXPECT_EQ(compare_all(testing::download(qd, c.dt), q, tol, tol), "") << "q";
+  EXPECT_EQ(compare_all(testing::download(kd, c.dt), k, tol, tol), "") << "k";
+}
+
+TEST_P(RopeGpu, FusedWithCacheWrite) {
+  const RopeCase c = GetParam();
+  const int n_heads = 8, n_kv_heads = 2, block_size = 16;
+  const RopeTable table = table_for(c.llama3, c.head_dim);
+  // Three sequences: a decode at 1000, a 23-token chunk after 40 cached, a 1-token prompt.
+  const std::vector<std::pair<int, int>> seqs = {{1000, 1}, {40, 23}, {0, 1}};
+  std::vector<int32_t> query_start{0}, positions, tables;
+  const int max_blocks = 1001 / block_size + 2;
+  const PagedKvShape shape{3 * max_blocks, block_size, n_kv_heads, c.head_dim};
+  std::vector<int32_t> ids(shape.num_blocks);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(3));
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    for (int i = 0; i < max_blocks; ++i) tables.push_back(ids[s * max_blocks + i]);
+    for (int p = seqs[s].first; p < seqs[s].first + seqs[s].second; ++p) positions.push_back(p);
+    query_start.push_back(query_start.back() + seqs[s].second);
+  }
+  const int tokens = query_start.back();
+  std::vector<float> q = random_floats(size_t(tokens) * n_heads * c.head_dim, 21);
+  std::vector<float> k = random_floats(size_t(tokens) * shape.token_elems(), 22);
+  std::vector<float> v = random_floats(size_t(tokens) * shape.token_elems(), 23);
+  std::vector<float> k_cache = random_floats(shape.layer_elems(), 24), v_cache = random_floats(shape.layer_elems(), 25);
+  for (auto* x : {&q, &k, &v, &k_cache, &v_cache}) round_all(*x, c.dt);
+
+  DeviceBuffer qd = testing::upload(q, c.dt), kd = testing::upload(k, c.dt), vd = testing::upload(v, c.dt);
+  DeviceBuffer kc = testing::upload(k_cache, c.dt), vc = testing::upload(v_cache, c.dt);
+  DeviceBuffer qsd = DeviceBuffer::from(query_start), pd = DeviceBuffer::from(positions);
+  DeviceBuffer td = DeviceBuffer::from(tables), fd = DeviceBuffer::from(table.static_inv_freq());
+  AttentionBatchCuda b;
+  b.num_seqs = static_cast<int>(seqs.size());
+  b.num_tokens = tokens;
+  b.query_start = qsd.as<int32_t>();
+  b.positions = pd.as<int32_t>();
+  b.block_tables = td.as<int32_t>();
+  b.max_blocks_per_seq = max_blocks;
+  b.max_query_len = 23;
+  b.max_context_len = 1001;
+  rope_write_kv_cuda(qd.get(), kd.get(), vd.get(), kc.get(), vc.get(), fd.as<float>(), b, shape, n_heads, c.dt,
+                     nullptr);
+
+  const std::vector<float> k_in = k;
+  rope_ref(q.data(), k.data(), positions.data(), tokens, n_heads, n_kv_heads, table);
+  AttentionBatch hb;
+  hb.num_seqs = b.num_seqs;
+  hb.query_start = query_start.data();
+  hb.positions = positions.data();
+  hb.block_tables = tables.data();
+  hb.max_blocks_per_seq = max_blocks;
+  write_kv_cache_ref(k_cache.data(), v_cache.data(), k.data(), v.data(), hb, shape);
+  const float tol = tolerance(c.dt);
+  EXPECT_EQ(compare_all(testing::download(qd, c.dt), q, tol, tol), "") << "q";
+  EXPECT_EQ(compare_all(testing::download(kc, c.dt), k_cache, tol, tol), "") << "K cache";
+  EXPECT_EQ(compare_all(testing::download(vc, c.dt), v_cache, 0.f, 0.f), "") << "V cache";
+  EXPECT_EQ(compare_all(testing::download(kd, c.dt), k_in, 0.f, 0.f), "") << "k input must stay untouched";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, RopeGpu,
+    ::testing::Values(RopeCase{DType::kBF16, false, 128}, RopeCase{DType::kBF16, true, 128},
+                      RopeCase{DType::kF16, false, 64}, RopeCase{DType::kF16, true, 128},
+                      RopeCase{DType::kF32, false, 64}, RopeCase{DType::kF32, true, 128}),
+    [](const ::testing::TestParamInfo<RopeCase>& i) {
+      return std::string(dtype_name(i.param.dt)) + (i.param.llama3 ? "_llama3_" : "_default_") +
+             std::to_string(i.param.head_dim);
+    });
+
+TEST(RopeGpuArgs, RejectsOddHeadDim) {
+  EXPECT_THROW(rope_cuda(nullptr, nullptr, nullptr, nullptr, 1, 4, 2, 63, DType::kBF16, nullptr), Error);
+  EXPECT_THROW(rope_cuda(nullptr, nullptr, nullptr, nullptr, 1, 4, 2, 64, DType::kI32, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace conveyor
