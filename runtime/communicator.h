@@ -52,6 +52,13 @@ class Communicator {
   virtual void group_start() {}
   virtual void group_end() {}
 
+  // Polled by the Watchdog from its own thread: "" while healthy, else what went wrong asynchronously
+  // (NCCL records errors of enqueued work; MPI reports its errors from the call itself).
+  virtual std::string async_error() const { return ""; }
+  // Makes every pending and future operation return or fail, so that no rank stays blocked; used
+  // only on the way to ending the job. May be called from another thread.
+  virtual void abort() {}
+
   // Typed conveniences.
   template <typename T>
   void send(const T* buf, size_t n, int peer, Stream s = nullptr) { send(buf, n, dtype_of<T>::value, peer, s); }

@@ -88,7 +88,8 @@ std::vector<KeySpec> build_schema() {
       one_of(key("runtime.backend", VT::kString, "auto", "compute backend"), {"auto", "cpu", "cuda"}),
       ranged(key("runtime.seed", VT::kInt, "0", "global seed (dummy weights, default sampling seed)"), 0,
              9.2e18),
-      ranged(key("runtime.watchdog_timeout", VT::kFloat, "600", "seconds a blocking wait may take"), 0.0, 1e7,
+      ranged(key("runtime.watchdog_timeout", VT::kFloat, "300",
+                 "seconds a blocking wait may take before the watchdog aborts the job; 0 disables"), 0.0, 1e7,
              true),
   };
 }

@@ -62,10 +62,12 @@ NcclCommunicator::~NcclCommunicator() {
   if (comm_) ncclCommDestroy(comm_);
 }
 
-ncclResult_t NcclCommunicator::async_error() const {
+std::string NcclCommunicator::async_error() const {
+  if (!comm_) return "";  // aborted: the error that caused it was reported already
   ncclResult_t err = ncclSuccess;
-  if (ncclCommGetAsyncError(comm_, &err) != ncclSuccess) return ncclInternalError;
-  return err;
+  if (ncclCommGetAsyncError(comm_, &err) != ncclSuccess) return "ncclCommGetAsyncError failed on " + name_;
+  if (err == ncclSuccess || err == ncclInProgress) return "";
+  return std::string("NCCL error on ") + name_ + ": " + ncclGetErrorString(err);
 }
 
 void NcclCommunicator::abort() {

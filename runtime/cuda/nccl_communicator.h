@@ -31,10 +31,10 @@ class NcclCommunicator : public Communicator {
   std::string name() const override { return name_; }
   ncclComm_t handle() const { return comm_; }
 
-  // ncclSuccess, or the asynchronous error NCCL has recorded (polled by the watchdog).
-  ncclResult_t async_error() const;
+  // "", or the asynchronous error NCCL has recorded (polled by the watchdog).
+  std::string async_error() const override;
   // Aborts outstanding operations so no rank stays blocked in NCCL (used on failure).
-  void abort();
+  void abort() override;
 
   using Communicator::all_gather;
   using Communicator::all_reduce;

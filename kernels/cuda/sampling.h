@@ -1,0 +1,114 @@
+// Batch sampler on device logits that picks the SAME tokens as the CPU reference Sampler::sample
+// (runtime/sampler.h): penalties -> min_tokens mask -> temperature -> top-k -> top-p -> min-p ->
+// Gumbel-max with the counter-based hash, and raw logprobs. Only parameters and small results cross
+// the bus; the logits stay on the device. Every float/double operation mirrors the CPU's, in the same
+// order, so that only summation order (sums of probabilities in double) can differ.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace conveyor {
+
+// One logits row's parameters (host struct; copied to the device by sample()). Types follow the CPU
+// sampler's arithmetic: it rounds temperature and penalties to float but compares top_p and min_p in
+// double, so those two stay double here.
+struct SamplingRowParams {
+  float temperature = 1.f;       // 0 for greedy rows: the caller maps SamplingParams::greedy() to 0
+  int32_t top_k = 0;             // <= 0 or >= vocab: off
+  double top_p = 1.0;            // >= 1: off
+  double min_p = 0.0;            // <= 0: off
+  float repetition_penalty = 1.f;
+  float presence_penalty = 0.f;
+  float frequency_penalty = 0.f;
+  uint64_t seed = 0;             // request_seed(...)
+  uint64_t step = 0;             // number of output tokens so far
+  int32_t min_tokens_active = 0; // 1 when outputs < min_tokens: EOS (unless ignore_eos) and mask ids -inf
+  int32_t ignore_eos = 0;        // 1: EOS is not masked by min_tokens
+  int32_t num_logprobs = -1;     // -1: none; else 0..kMaxSampledLogprobs alternatives
+};
+
+constexpr int kMaxSampledLogprobs = 20;
+
+struct SampledToken {
+  int32_t token;
+  float logprob;  // raw logprob of token (when num_logprobs >= 0)
+  int64_t rank;   // 1 + number of tokens with a strictly larger raw logit
+  int32_t num_top;
+  int32_t top_ids[kMaxSampledLogprobs];  // descending raw logprob, lower id first on ties
+  float top_logprobs[kMaxSampledLogprobs];
+};
+
+// The counter-based noise on the device, for tests: out_uniform[i] = sampling_uniform(seed[i],
+// step[i], token[i]) and out_gumbel[i] = sampling_gumbel(...), computed as the sampler's kernels do.
+// All pointers are device arrays of n elements. Enqueue only.
+void sampling_noise_cuda(const uint64_t* seed, const uint64_t* step, const uint64_t* token, int64_t n,
+                         double* out_uniform, double* out_gumbel, cudaStream_t stream);
+
+class CudaSampler {
+ public:
+  // Allocates every fixed-size buffer once: max_rows * vocab floats of processed logits, sort keys
+  // and ids for top-k / top-p rows, and pinned result space. eos_ids: the model's EOS tokens.
+  CudaSampler(int64_t vocab, int max_rows, std::vector<int32_t> eos_ids);
+  ~CudaSampler();
+  CudaSampler(const CudaSampler&) = delete;
+  CudaSampler& operator=(const CudaSampler&) = delete;
+
+  // logits: device fp32 [rows, vocab]; read only (the processed copy lives in the workspace).
+  // hist_offsets [rows + 1] into hist_ids: per row the prompt then output ids (host CSR); the last
+  // num_output[r] of a row's range are its outputs. mask_offsets [rows + 1] into mask_ids: per row
+  // the stop_token_ids masked while min_tokens_active (host CSR). Returns one SampledToken per row;
+  // synchronizes `stream` once. Throws conveyor::Error on bad ids, non-finite logits, or a row whose
+  // every token was removed, like the CPU sampler.
+  std::vector<SampledToken> sample(const float* logits, int rows, const std::vector<SamplingRowParams>& params,
+                                   const std::vector<int64_t>& hist_offsets, const std::vector<int32_t>& hist_ids,
+                                   const std::vector<int32_t>& num_output, const std::vector<int64_t>& mask_offsets,
+                                   const std::vector<int32_t>& mask_ids, cudaStream_t stream);
+
+  // One (row, token) whose logit the penalties or the min_tokens mask change; flags are kPenalty* in
+  // sampling.cu. Public only so that the kernels can read it.
+  struct Penalty {
+    int32_t row;
+    int32_t token;
+    int32_t count;  // occurrences among the row's outputs (frequency penalty)
+    int32_t flags;
+  };
+
+  int64_t vocab() const { return vocab_; }
+  int max_rows() const { return max_rows_; }
+
+ private:
+  std::vector<Penalty> build_penalties(int rows, const std::vector<SamplingRowParams>& params,
+                                       const std::vector<int64_t>& hist_offsets, const std::vector<int32_t>& hist_ids,
+                                       const std::vector<int32_t>& num_output, const std::vector<int64_t>& mask_offsets,
+                                       const std::vector<int32_t>& mask_ids) const;
+  void upload_penalties(const std::vector<Penalty>& entries, cudaStream_t stream);
+  // Enqueues the per-row sort of the rows that use top-k or top-p; returns {keys, ids} sorted
+  // descending (either workspace buffer, as CUB leaves them), or {nullptr, nullptr} when no row does.
+  std::pair<const uint32_t*, const int32_t*> sort_rows(int rows, const std::vector<SamplingRowParams>& params,
+                                                      cudaStream_t stream);
+
+  int64_t vocab_;
+  int max_rows_;
+  std::vector<int32_t> eos_ids_;
+  float* work_ = nullptr;             // [max_rows, vocab] processed logits
+  uint32_t* keys_[2] = {};            // [max_rows, vocab] x2: order-preserving keys of work_ (CUB ping-pong)
+  int32_t* ids_[2] = {};              // [max_rows, vocab] x2: token ids travelling with the keys
+  void* sort_temp_ = nullptr;
+  size_t sort_temp_bytes_ = 0;
+  int* seg_begin_ = nullptr;          // [max_rows]; begin == end for rows that need no sort
+  int* seg_end_ = nullptr;            // [max_rows]
+  std::vector<int> h_seg_begin_, h_seg_end_;
+  SamplingRowParams* d_params_ = nullptr;  // [max_rows]
+  int* d_bad_token_ = nullptr;        // [max_rows] lowest id of a NaN/+inf logit, or INT_MAX
+  Penalty* d_penalties_ = nullptr;    // grows to the largest batch seen (amortised, rarely)
+  size_t penalty_capacity_ = 0;
+  SampledToken* d_out_ = nullptr;     // [max_rows]
+  SampledToken* h_out_ = nullptr;     // [max_rows] pinned
+  int* h_bad_token_ = nullptr;        // [max_rows] pinned
+};
+
+}  // namespace conveyor

@@ -1,0 +1,81 @@
+// Watchdog for hangs and dead ranks: one thread per rank polls the registered communicators'
+// async_error() and the deadline of every armed Scope (a blocking wait: pipeline recv, collective,
+// stream sync). On the first error or overrun it fires once with a message naming rank, host,
+// stage, the operation and its context; the default action logs it, aborts the communicators and
+// ends the job (MPI_Abort), so no peer waits forever. Thread-safe; scopes may nest and overlap.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace conveyor {
+
+class Communicator;
+
+class Watchdog {
+ public:
+  struct Options {
+    double deadline_s = 300;      // runtime.watchdog_timeout; <= 0: scopes never expire
+    double poll_interval_s = 0.2;
+    int stage = -1;               // pipeline stage named in the message; -1: not named
+  };
+  using OnFire = std::function<void(const std::string& why)>;
+
+  // on_fire empty: log the message, abort every watched communicator, then abort_job(1).
+  explicit Watchdog(Options options, OnFire on_fire = {});
+  ~Watchdog();  // stops and joins the thread within one poll interval
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void watch(Communicator* c);    // not owned; unwatch it before destroying it
+  void unwatch(Communicator* c);
+  bool fired() const;
+
+  // Arms the deadline while alive: Scope s(wd, "recv", "micro-batch 17 from rank 0 (stage 0)").
+  class Scope {
+   public:
+    Scope(Watchdog& wd, std::string op, std::string context);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    Watchdog& wd_;
+    uint64_t id_;
+  };
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Armed {
+    std::string op;
+    std::string context;
+    Clock::time_point start;
+  };
+
+  uint64_t arm(std::string op, std::string context);
+  void disarm(uint64_t id);
+  void run();
+  std::string check_locked(Clock::time_point now) const;  // "" or why to fire
+  std::string prefix() const;
+  void fire(const std::string& why);
+
+  Options options_;
+  OnFire on_fire_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool fired_ = false;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, Armed> armed_;  // by arming order: the oldest overrun is reported
+  std::vector<Communicator*> comms_;
+  std::thread thread_;
+};
+
+}  // namespace conveyor
