@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "launch/batch_job.h"
 #include "launch/command.h"
@@ -120,21 +123,27 @@ void print_logprobs(const Engine& engine, const CompletionOutput& out) {
   }
 }
 
-// A batch job (--input) or the one prompt, on the leader.
-int run_requests(const Config& cfg, const po::variables_map& vm, Engine& engine, const SamplingParams& params,
-                 const std::string& model_path) {
-  if (vm.count("input")) {
-    BatchJobOptions job;
-    job.input = vm["input"].as<std::string>();
-    job.output = vm.count("output") ? vm["output"].as<std::string>() : cfg.get_string("io.output");
-    job.errors = vm.count("errors") ? vm["errors"].as<std::string>() : cfg.get_string("io.errors");
-    job.strict = vm.count("strict") > 0 || cfg.get_bool("io.strict");
-    job.model = model_path.empty() ? cfg.get_string("model.config") : model_path;
-    if (vm.count("chat-template")) job.chat_template_name = vm["chat-template"].as<std::string>();
-    if (!model_path.empty()) job.model_chat_template = model_chat_template(model_path);
-    return run_batch_job(cfg, engine, job);
-  }
+// The batch job of --input: opened (input validated, output manifest checked) before any model work.
+std::unique_ptr<BatchJob> open_batch_job(const Config& cfg, const po::variables_map& vm, const std::string& model_path) {
+  BatchJobOptions job;
+  job.input = vm["input"].as<std::string>();
+  job.output = vm.count("output") ? vm["output"].as<std::string>() : cfg.get_string("io.output");
+  job.errors = vm.count("errors") ? vm["errors"].as<std::string>() : cfg.get_string("io.errors");
+  job.strict = vm.count("strict") > 0 || cfg.get_bool("io.strict");
+  job.model = model_path.empty() ? cfg.get_string("model.config") : model_path;
+  if (vm.count("chat-template")) job.chat_template_name = vm["chat-template"].as<std::string>();
+  if (!model_path.empty()) job.model_chat_template = model_chat_template(model_path);
+  return std::make_unique<BatchJob>(cfg, std::move(job));
+}
 
+void write_summary(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  CONVEYOR_CHECK(out.good(), "cannot write the summary to ", path);
+}
+
+// The one prompt of --prompt / --prompt-ids, streamed to stdout.
+int run_prompt(const po::variables_map& vm, Engine& engine, const SamplingParams& params) {
   Request req;
   req.prompt_ids = prompt_ids(engine, vm);
   req.params = params;
@@ -189,8 +198,12 @@ int run_generate_command(const Args& args, int* argc, char*** argv) {
   if (vm.count("logprobs")) params.logprobs = vm["logprobs"].as<int64_t>();
   params.validate();
 
-  PipelineSession session(cfg, spec, argc, argv);
+  PipelineSession session(cfg, argc, argv);
+  std::unique_ptr<BatchJob> batch;
+  if (session.is_leader() && vm.count("input")) batch = open_batch_job(cfg, vm, model_path);
+  session.start(cfg, spec);
   const std::string trace = cfg.get_string("logging.trace");
+  const std::string summary = cfg.get_string("io.summary");
   if (!session.is_leader()) {
     install_stop_handlers();  // a Slurm signal reaches every task; the leader decides when to stop
     session.serve();
@@ -200,12 +213,16 @@ int run_generate_command(const Args& args, int* argc, char*** argv) {
   std::unique_ptr<Tokenizer> tok =
       model_path.empty() ? nullptr : load_tokenizer(model_path, cfg.get_string("model.tokenizer"), spec);
   Engine engine(session.make_runner(), std::move(tok), EngineOptions::from_config(cfg));
-  const int status = run_requests(cfg, vm, engine, params, model_path);
+  const int status = batch ? batch->run(engine) : run_prompt(vm, engine, params);
   // The other ranks stop serving, then every rank joins the timeline gather.
   engine.shutdown();
   const std::optional<PipelineUsage> usage = session.finish(trace);
   if (usage && (session.world().world_size() > 1 || !trace.empty())) std::cerr << format_usage(*usage);
   if (!trace.empty()) std::cerr << "trace written to " << trace << "\n";
+  if (!summary.empty()) {
+    CONVEYOR_CHECK(batch, "--summary applies to a batch job (--input)");
+    write_summary(summary, batch_summary_json(batch->stats(), usage ? usage->to_json() : nlohmann::json()));
+  }
   return status;
 }
 

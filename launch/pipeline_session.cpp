@@ -1,7 +1,12 @@
 // PipelineSession (see pipeline_session.h).
 #include "launch/pipeline_session.h"
 
+#include <omp.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -19,21 +24,34 @@ Layout layout_of(const Config& cfg) {
 }
 }  // namespace
 
-PipelineSession::PipelineSession(const Config& cfg, const ModelSpec& spec, int* argc, char*** argv)
-    : mpi_(argc, argv) {
+PipelineSession::PipelineSession(const Config& cfg, int* argc, char*** argv) : mpi_(argc, argv) {
   init_logging(mpi_.rank(), cfg.get_string("logging.level"));
   cfg.check_world_size(mpi_.size());
   world_ = std::make_unique<WorldConfig>(layout_of(cfg), mpi_.rank());
   CONVEYOR_CHECK(world_->layout().data == 1, "data parallelism (parallel.data = ", world_->layout().data,
                  ") is not supported by generate yet; run one job per replica (e.g. split the input file)");
+}
+
+void PipelineSession::start(const Config& cfg, const ModelSpec& spec) {
   const std::string backend = cfg.get_string("runtime.backend");
   CONVEYOR_CHECK(backend != "cuda", "runtime.backend = cuda: the CUDA model runner is not wired into generate yet; "
                  "use --set runtime.backend=cpu");
+  // CPU ranks on one host share its cores: without an explicit OMP_NUM_THREADS each would take all.
+  if (!std::getenv("OMP_NUM_THREADS") && mpi_.local_size() > 1)
+    omp_set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / mpi_.local_size()));
   groups_ = make_process_groups(*world_, Backend::kCpu);
   parts_ = make_pipeline_stage(cfg, spec, *world_, *groups_);
 }
 
 PipelineSession::~PipelineSession() {
+  if (std::uncaught_exceptions() > 0) {
+    // An error is on its way to main(), which aborts the job: tearing down communicators now could
+    // block on peers (NCCL, MPI_Comm_free), so leave them to the process exit.
+    (void)parts_.stage.release();
+    for (auto& c : parts_.control) (void)c.release();
+    (void)groups_.release();
+    return;
+  }
   parts_.stage.reset();
   parts_.control.clear();
   groups_.reset();

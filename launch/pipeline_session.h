@@ -21,8 +21,11 @@ namespace conveyor {
 
 class PipelineSession {
  public:
-  // Collective over MPI_COMM_WORLD; loads this rank's share of the weights.
-  PipelineSession(const Config& cfg, const ModelSpec& spec, int* argc, char*** argv);
+  // MPI and the layout (checked against the world); no model work yet, so the leader can validate
+  // its inputs first.
+  PipelineSession(const Config& cfg, int* argc, char*** argv);
+  // Collective over MPI_COMM_WORLD: the process groups and this rank's stage (its share of the weights).
+  void start(const Config& cfg, const ModelSpec& spec);
   ~PipelineSession();
 
   bool is_leader() const { return world_->is_leader(); }

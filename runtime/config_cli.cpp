@@ -30,6 +30,7 @@ const std::vector<ConfigFlag>& config_flags() {
       {"backend", "runtime.backend"},
       {"watchdog-timeout", "runtime.watchdog_timeout"},
       {"trace", "logging.trace"},
+      {"summary", "io.summary"},
       {"log-level", "logging.level"},
   };
   return flags;

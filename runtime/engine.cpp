@@ -6,6 +6,7 @@
 #include "runtime/engine.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "runtime/config.h"
 #include "runtime/error.h"
@@ -28,6 +29,8 @@ struct Engine::RequestState {
   std::optional<StreamDecoder> decoder;
   std::vector<int32_t> tokens;
   std::vector<TokenLogprobs> logprobs;
+  std::chrono::steady_clock::time_point arrival = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point first_token, last_token;
 };
 
 EngineOptions EngineOptions::from_config(const Config& config) {
@@ -70,7 +73,13 @@ Engine::~Engine() {
   }
 }
 
-void Engine::shutdown() { runner_->shutdown(); }
+void Engine::shutdown() {
+  while (!in_flight_.empty()) {
+    in_flight_.pop_front();
+    runner_->wait();
+  }
+  runner_->shutdown();
+}
 
 std::vector<int32_t> Engine::encode(const std::string& text) const {
   CONVEYOR_CHECK(tokenizer_, "a text prompt needs a tokenizer, but the model has none (", runner_->spec().source,
@@ -159,6 +168,8 @@ void Engine::retire(const std::vector<CompletionOutput>& finished) {
 
 void Engine::on_token(RequestState& st, const SampleResult& r, std::vector<CompletionOutput>& finished) {
   std::string text = st.decoder ? st.decoder->step(r.token) : std::string();
+  st.last_token = std::chrono::steady_clock::now();
+  if (st.tokens.empty()) st.first_token = st.last_token;
   st.tokens.push_back(r.token);
   if (r.has_logprobs) st.logprobs.push_back({r.token, r.logprob, r.rank, r.top});
   st.checker.append(r.token, text);
@@ -181,6 +192,12 @@ CompletionOutput Engine::finish_output(const RequestState& st) {
   out.prompt_tokens = st.prompt_len;
   out.completion_tokens = static_cast<int64_t>(st.tokens.size());
   out.logprobs = st.logprobs;
+  if (!st.tokens.empty()) {
+    using secs = std::chrono::duration<double>;
+    out.ttft_s = secs(st.first_token - st.arrival).count();
+    if (st.tokens.size() > 1)
+      out.tpot_s = secs(st.last_token - st.first_token).count() / static_cast<double>(st.tokens.size() - 1);
+  }
   return out;
 }
 

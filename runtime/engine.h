@@ -52,6 +52,10 @@ struct CompletionOutput {
   int64_t completion_tokens = 0;
   std::vector<TokenLogprobs> logprobs;  // one per token when params.logprobs is set
   std::string error;                    // why the request failed (finish_reason "error")
+  // Latency, seconds: time to first token from add_request, and mean time per output token after
+  // the first (0 with fewer than two tokens).
+  double ttft_s = 0;
+  double tpot_s = 0;
 };
 
 // Called with each piece of text that can no longer change (StopChecker::take_streamable); the
@@ -84,7 +88,9 @@ class Engine {
   int64_t max_model_len() const { return max_model_len_; }
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
   int plans_in_flight() const { return static_cast<int>(in_flight_.size()); }
-  // Tells the runner the run is over (the pipeline's other ranks stop); called by the destructor too.
+  // Waits for the plans still in flight (their tokens are dropped: the requests stay unfinished, a
+  // resumed job redoes them), then tells the runner the run is over (the pipeline's other ranks
+  // stop). Called by the destructor too; idempotent.
   void shutdown();
 
  private:

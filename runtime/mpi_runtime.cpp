@@ -2,6 +2,7 @@
 #include "runtime/mpi_runtime.h"
 
 #include <cstdlib>
+#include <exception>
 
 #include "runtime/error.h"
 
@@ -59,6 +60,9 @@ MpiRuntime::~MpiRuntime() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  // Unwinding an error: MPI_Finalize would wait for peers that may be blocked in a collective with
+  // us; main() reports the error and MPI_Abort ends every rank instead.
+  if (std::uncaught_exceptions() > 0) return;
   if (local_comm_ != MPI_COMM_NULL) MPI_Comm_free(&local_comm_);
   MPI_Finalize();
 }

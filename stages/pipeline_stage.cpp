@@ -7,6 +7,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "runtime/config.h"
@@ -21,6 +23,21 @@
 #include "stages/partitioner.h"
 
 namespace conveyor {
+
+namespace {
+
+// Waits for a receive that may take long (the next micro-batch, a result) without spinning a core:
+// MPI's blocking calls busy-poll, which starves the compute of other ranks sharing the CPU.
+void wait_politely(CommRequest& request) {
+  auto pause = std::chrono::microseconds(2);
+  while (!request.done()) {
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(100));
+  }
+  request.wait();
+}
+
+}  // namespace
 
 PipelineStage::PipelineStage(const ModelSpec& spec, const WeightShare& share, WeightSet&& weights,
                              std::unique_ptr<Ops> ops, const PagedKvShape& kv_shape, int stage, int num_stages,
@@ -99,7 +116,7 @@ void PipelineStage::post_header_receive() {
 StepPlan PipelineStage::receive_from_previous(std::vector<int64_t>* words, Tensor* hidden) {
   const double t0 = timeline_.now();
   if (!next_header_request_) post_header_receive();
-  next_header_request_->wait();
+  wait_politely(*next_header_request_);
   next_header_request_.reset();
   const std::array<int64_t, 2> header = next_header_;
   CONVEYOR_CHECK(header[0] > 0 && header[0] < (int64_t{1} << 34) && header[1] >= 0, "stage ", stage_,
@@ -170,7 +187,7 @@ StepResult PipelineStage::wait() {
   const double t0 = timeline_.now();
   int64_t n = 0;
   const int last = num_stages_ - 1;
-  links_.pipeline_ctl->recv(&n, 1, DType::kI64, last, nullptr);
+  wait_politely(*links_.pipeline_ctl->irecv(&n, 1, DType::kI64, last, nullptr));
   CONVEYOR_CHECK(n > 0 && n < (int64_t{1} << 30), "leader: malformed result length ", n, " from stage ", last);
   std::vector<int64_t> words(static_cast<size_t>(n));
   links_.pipeline_ctl->recv(words.data(), words.size(), DType::kI64, last, nullptr);

@@ -96,8 +96,8 @@ PipelineUsage summarize_usage(const std::vector<RankTimeline>& ranks) {
     if (u.window_s > 0) {
       st.busy_pct = 100.0 * st.compute_s / u.window_s;
       st.send_pct = 100.0 * st.send_s / u.window_s;
-      st.bubble_pct = std::max(0.0, 100.0 - st.busy_pct - st.send_pct);
     }
+    st.bubble_pct = std::max(0.0, 100.0 - st.busy_pct - st.send_pct);  // nothing ran: all bubble
     u.busy_pct += st.busy_pct / static_cast<double>(by_stage.size());
     u.bubble_pct += st.bubble_pct / static_cast<double>(by_stage.size());
     u.stages.push_back(st);

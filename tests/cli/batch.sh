@@ -1,46 +1,7 @@
 #!/usr/bin/env bash
-# `conveyor generate --input/--output` on one rank with the real SmolLM2 GGUF: valid, invalid and duplicate
-# lines give the expected results and error lines; a rerun resumes without writing anything twice; a
-# changed input is refused. The GGUF is required, never skipped (scripts/fetch_test_model.sh).
+# Batch job on one rank (see batch_body.bash).
 set -u
 bin=$1
-source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cat > "$tmp/in.jsonl" <<'JSONL'
-{"custom_id": "a", "method": "POST", "url": "/v1/completions", "body": {"model": "smol", "prompt": "The sky is", "max_tokens": 8, "temperature": 0}}
-{"custom_id": "b", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "smol", "messages": [{"role": "user", "content": "Name a color."}], "max_tokens": 12, "temperature": 0}}
-{"custom_id": "c", "method": "POST", "url": "/v1/embeddings", "body": {"input": "x"}}
-{"custom_id": "d", "method": "POST", "url": "/v1/completions", "body": {"prompt": "Hi", "top_p": 7}}
-not json
-{"prompt": [1, 2, 3], "max_tokens": 4, "temperature": 0}
-{"custom_id": "e", "method": "POST", "url": "/v1/completions", "body": {"prompt": "dup"}}
-{"custom_id": "e", "method": "POST", "url": "/v1/completions", "body": {"prompt": "dup"}}
-JSONL
-run() { "$bin" generate --model "$gguf" --input "$tmp/in.jsonl" --output "$tmp/out.jsonl" --num-gpu-blocks-override 256 2>"$tmp/err"; }
-run || { echo "FAIL: first run exited $?"; cat "$tmp/err"; exit 1; }
-run || { echo "FAIL: resume exited $?"; cat "$tmp/err"; exit 1; }
-python3 - "$tmp" <<'PY' || exit 1
-import json, sys
-d = sys.argv[1]
-out = [json.loads(l) for l in open(d + "/out.jsonl")]
-ids = sorted(o["custom_id"] for o in out)
-assert ids == ["a", "b", "line-6"], ids
-for o in out:
-    body = o["response"]["body"]
-    assert o["response"]["status_code"] == 200 and body["usage"]["completion_tokens"] > 0, o
-    assert len(body["choices"][0]["token_ids"]) == body["usage"]["completion_tokens"], o
-chat = [o for o in out if o["custom_id"] == "b"][0]["response"]["body"]
-assert chat["object"] == "chat.completion" and chat["choices"][0]["message"]["content"], chat
-errs = [json.loads(l) for l in open(d + "/out.jsonl.errors.jsonl")]
-lines = sorted(e["line"] for e in errs)
-assert lines == [3, 4, 5, 7, 8], lines  # written once, not again on resume
-msgs = " ".join(e["response"]["body"]["error"]["message"] for e in errs)
-for want in ["unknown url", "top_p", "malformed JSON", "duplicate custom_id 'e' on lines 7, 8"]:
-    assert want in msgs, (want, msgs)
-print("batch results and errors as expected")
-PY
-echo '{"prompt": "new"}' >> "$tmp/in.jsonl"
-if run; then echo "FAIL: resume with a changed input was accepted"; exit 1; fi
-grep -q "the input differs" "$tmp/err" || { echo "FAIL: refusal does not say why"; cat "$tmp/err"; exit 1; }
-echo ok
+launch=()
+layout=()
+source "$(dirname "${BASH_SOURCE[0]}")/batch_body.bash"

@@ -1,0 +1,82 @@
+# Body of batch_signal.sh (one rank) and batch_signal_mpi.sh (a 2-rank pipeline under mpirun); the
+# caller sets `bin`, `launch` and `layout`. Under mpirun the signals go to mpirun (as Slurm's would go
+# to srun), and kill -9 hits one rank: every rank must exit, non-zero, without hanging.
+# SIGTERM in the middle of a batch job: the job stops within seconds with exit status 75 and a line
+# saying how many are done and that rerunning resumes; the rerun completes the job; the final output holds
+# every custom_id exactly once with the same greedy texts as an uninterrupted run. The same after kill -9
+# (no chance to flush: a torn last line is dropped on resume).
+source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 - > "$tmp/in.jsonl" <<'PY'
+import json
+for i in range(32):
+    body = {"prompt": f"Story number {i}: once upon a time", "max_tokens": 4 + (i * 7) % 40, "temperature": 0}
+    print(json.dumps({"custom_id": f"r{i}", "method": "POST", "url": "/v1/completions", "body": body}))
+PY
+job() { timeout 300 "${launch[@]}" "$bin" generate "${layout[@]}" --model "$gguf" --input "$tmp/in.jsonl" --output "$1" --max-num-seqs 8 \
+  --num-gpu-blocks-override 512 2>"$1.log"; }
+job "$tmp/full.jsonl" || { echo "FAIL: uninterrupted run exited $?"; cat "$tmp/full.jsonl.log"; exit 1; }
+
+# The pid of MPI rank <rank> among the children of mpirun <pid>.
+rank_pid() {
+  local p
+  for p in $(pgrep -P "$1"); do
+    if tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then echo $p; return; fi
+  done
+}
+
+interrupt_and_resume() {  # <signal> <output>
+  local sig=$1 out=$2
+  "${launch[@]}" "$bin" generate "${layout[@]}" --model "$gguf" --input "$tmp/in.jsonl" --output "$out" --max-num-seqs 8 \
+    --num-gpu-blocks-override 512 2>"$out.log" &
+  local pid=$!  # conveyor (or mpirun) itself, not a subshell, receives the signal
+  for _ in $(seq 1 100); do  # wait until some results are durable
+    [ -s "$out" ] && [ "$(wc -l < "$out")" -ge 3 ] && break
+    sleep 0.1
+  done
+  local target=$pid
+  if [ ${#launch[@]} -gt 0 ] && [ "$sig" = KILL ]; then
+    target=$(rank_pid $pid 1)  # kill -9 one rank (the last stage), not mpirun
+    [ -n "$target" ] || { echo "FAIL: no rank 1 under mpirun $pid"; return 1; }
+  fi
+  kill -"$sig" $target
+  local t0 rc took
+  t0=$(date +%s)
+  wait $pid
+  rc=$?
+  took=$(( $(date +%s) - t0 ))
+  sleep 0.5
+  if pgrep -f -- "--output $out" > /dev/null; then
+    echo "FAIL: a process of the job outlived it after SIG$sig:"; pgrep -af -- "--output $out"; return 1
+  fi
+  if [ "$sig" != KILL ]; then
+    [ $rc = 75 ] || { echo "FAIL: SIG$sig exit status $rc (want 75)"; cat "$out.log"; return 1; }
+    [ $took -le 5 ] || { echo "FAIL: took ${took}s to stop"; return 1; }
+    grep -qi "rerun" "$out.log" || { echo "FAIL: no resumable message"; cat "$out.log"; return 1; }
+  else
+    [ $rc != 0 ] || { echo "FAIL: kill -9 exit status 0"; return 1; }
+  fi
+  local before
+  before=$(wc -l < "$out")
+  [ "$before" -lt 32 ] || { echo "FAIL: the job finished before the signal; make it longer"; return 1; }
+  job "$out" || { echo "FAIL: rerun after $sig exited $?"; cat "$out.log"; return 1; }
+  python3 - "$tmp/full.jsonl" "$out" "$before" "$sig" <<'PY'
+import json, sys
+full_path, out_path, before, sig = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+def texts(path):
+    out = {}
+    for line in open(path):
+        o = json.loads(line)
+        assert o["custom_id"] not in out, "written twice: " + o["custom_id"]
+        out[o["custom_id"]] = o["response"]["body"]["choices"][0]["text"]
+    return out
+full, resumed = texts(full_path), texts(out_path)
+assert sorted(resumed) == sorted(full) and len(full) == 32, (len(resumed), len(full))
+diff = [k for k in full if full[k] != resumed[k]]
+assert not diff, diff
+print(f"SIG{sig}: interrupted after {before}/32, rerun completed; texts equal the uninterrupted run")
+PY
+}
+interrupt_and_resume "$stop_signal" "$tmp/stop.jsonl" || exit 1
+interrupt_and_resume KILL "$tmp/kill.jsonl" || exit 1
