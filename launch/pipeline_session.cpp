@@ -41,17 +41,28 @@ void PipelineSession::start(const Config& cfg, const ModelSpec& spec) {
     omp_set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / mpi_.local_size()));
   groups_ = make_process_groups(*world_, Backend::kCpu);
   parts_ = make_pipeline_stage(cfg, spec, *world_, *groups_);
+  if (world_->world_size() > 1) {
+    Watchdog::Options opt;
+    opt.deadline_s = cfg.get_float("runtime.watchdog_timeout");
+    opt.stage = world_->stage();
+    watchdog_ = std::make_unique<Watchdog>(opt);
+    for (Communicator* c : {groups_->tensor.get(), groups_->pipeline.get(), groups_->data.get()})
+      if (c) watchdog_->watch(c);
+    parts_.stage->set_watchdog(watchdog_.get());
+  }
 }
 
 PipelineSession::~PipelineSession() {
   if (std::uncaught_exceptions() > 0) {
     // An error is on its way to main(), which aborts the job: tearing down communicators now could
     // block on peers (NCCL, MPI_Comm_free), so leave them to the process exit.
+    (void)watchdog_.release();
     (void)parts_.stage.release();
     for (auto& c : parts_.control) (void)c.release();
     (void)groups_.release();
     return;
   }
+  watchdog_.reset();
   parts_.stage.reset();
   parts_.control.clear();
   groups_.reset();

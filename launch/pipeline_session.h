@@ -12,6 +12,7 @@
 #include "runtime/model_spec.h"
 #include "runtime/mpi_runtime.h"
 #include "runtime/process_groups.h"
+#include "runtime/watchdog.h"
 #include "runtime/world_config.h"
 #include "stages/model_runner.h"
 #include "stages/pipeline_stage.h"
@@ -44,6 +45,7 @@ class PipelineSession {
   std::unique_ptr<WorldConfig> world_;
   std::unique_ptr<ProcessGroups> groups_;
   PipelineParts parts_;
+  std::unique_ptr<Watchdog> watchdog_;
 };
 
 // One line per stage: "stage 1: busy 71.2%, send 0.4%, bubble 28.4% (compute 1.20 s of 1.69 s)".

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -28,6 +30,17 @@ namespace {
 
 // Waits for a receive that may take long (the next micro-batch, a result) without spinning a core:
 // MPI's blocking calls busy-poll, which starves the compute of other ranks sharing the CPU.
+// Arms the watchdog (when there is one) while alive.
+class WaitGuard {
+ public:
+  WaitGuard(Watchdog* wd, const char* op, const std::string& context) {
+    if (wd) scope_.emplace(*wd, op, context);
+  }
+
+ private:
+  std::optional<Watchdog::Scope> scope_;
+};
+
 void wait_politely(CommRequest& request) {
   auto pause = std::chrono::microseconds(2);
   while (!request.done()) {
@@ -56,6 +69,7 @@ PipelineStage::~PipelineStage() = default;
 
 void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words, const Tensor& input) {
   const bool samples = is_last() && tp_rank_ == 0;
+  last_step_ = plan.step;
   if (samples) sampler_.apply(plan);
   const double t0 = timeline_.now();
   Tensor hidden = model_->forward(plan, input, is_last() ? &logits_ : nullptr);
@@ -70,6 +84,8 @@ void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words,
 }
 
 void PipelineStage::flush_sends() {
+  WaitGuard scope(outgoing_.empty() ? nullptr : watchdog_, "send",
+                  "micro-batch " + std::to_string(last_step_) + " to stage " + std::to_string(stage_ + 1));
   for (auto& o : outgoing_)
     for (auto& r : o->requests) r->wait();
   outgoing_.clear();
@@ -116,7 +132,11 @@ void PipelineStage::post_header_receive() {
 StepPlan PipelineStage::receive_from_previous(std::vector<int64_t>* words, Tensor* hidden) {
   const double t0 = timeline_.now();
   if (!next_header_request_) post_header_receive();
-  wait_politely(*next_header_request_);
+  {
+    WaitGuard scope(watchdog_, "recv", "the micro-batch after " + std::to_string(last_step_) + " from stage " +
+                                              std::to_string(stage_ - 1));
+    wait_politely(*next_header_request_);
+  }
   next_header_request_.reset();
   const std::array<int64_t, 2> header = next_header_;
   CONVEYOR_CHECK(header[0] > 0 && header[0] < (int64_t{1} << 34) && header[1] >= 0, "stage ", stage_,
@@ -127,6 +147,8 @@ StepPlan PipelineStage::receive_from_previous(std::vector<int64_t>* words, Tenso
   const int64_t expected = plan.shutdown ? 0 : static_cast<int64_t>(plan.num_tokens()) * spec_.hidden;
   CONVEYOR_CHECK(header[1] == expected, "stage ", stage_, ": step ", plan.step, " brings ", header[1],
                  " hidden values from stage ", stage_ - 1, ", expected ", expected);
+  WaitGuard scope(watchdog_, "recv", "the hidden states of micro-batch " + std::to_string(plan.step) +
+                                            " from stage " + std::to_string(stage_ - 1));
   if (expected > 0) {
     *hidden = ops_->empty(static_cast<int64_t>(plan.num_tokens()), spec_.hidden);
     links_.pipeline->recv(hidden->view().data, static_cast<size_t>(expected), hidden->view().dtype, stage_ - 1,
@@ -141,6 +163,8 @@ StepPlan PipelineStage::receive_from_previous(std::vector<int64_t>* words, Tenso
 StepPlan PipelineStage::receive_from_leader(std::vector<int64_t>* words) {
   const double t0 = timeline_.now();
   int64_t n = 0;
+  WaitGuard scope(watchdog_, "broadcast", "the plan after micro-batch " + std::to_string(last_step_) +
+                                                 " from the leader (stage 0, tp 0)");
   links_.tensor_ctl->broadcast(&n, 1, 0);
   CONVEYOR_CHECK(n > 0 && n < (int64_t{1} << 34), "stage 0 tp ", tp_rank_, ": malformed plan length ", n);
   words->assign(static_cast<size_t>(n), 0);
@@ -187,6 +211,8 @@ StepResult PipelineStage::wait() {
   const double t0 = timeline_.now();
   int64_t n = 0;
   const int last = num_stages_ - 1;
+  WaitGuard scope(watchdog_, "recv", "the sampled tokens of the oldest micro-batch in flight from stage " +
+                                            std::to_string(last) + " (the last)");
   wait_politely(*links_.pipeline_ctl->irecv(&n, 1, DType::kI64, last, nullptr));
   CONVEYOR_CHECK(n > 0 && n < (int64_t{1} << 30), "leader: malformed result length ", n, " from stage ", last);
   std::vector<int64_t> words(static_cast<size_t>(n));

@@ -16,6 +16,7 @@
 
 #include "runtime/communicator.h"
 #include "runtime/kv_cache.h"
+#include "runtime/watchdog.h"
 #include "stages/backend.h"
 #include "stages/model_runner.h"
 #include "stages/pipeline_trace.h"
@@ -49,6 +50,8 @@ class PipelineStage {
   int num_stages() const { return num_stages_; }
   int stage() const { return stage_; }
   const StageTimeline& timeline() const { return timeline_; }
+  // Arms the watchdog's deadline around every wait for a peer (not owned; may be null).
+  void set_watchdog(Watchdog* watchdog) { watchdog_ = watchdog; }
   // Call on every rank right after a barrier: the spans' common origin.
   void start_clock() { timeline_.restart(); }
 
@@ -88,6 +91,8 @@ class PipelineStage {
   std::array<int64_t, 2> next_header_{};
   std::unique_ptr<CommRequest> next_header_request_;
   bool shut_down_ = false;
+  int64_t last_step_ = -1;  // the last micro-batch this rank ran, for watchdog messages
+  Watchdog* watchdog_ = nullptr;
   StageTimeline timeline_;
 };
 
