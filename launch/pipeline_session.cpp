@@ -1,6 +1,7 @@
 // PipelineSession (see pipeline_session.h).
 #include "launch/pipeline_session.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -26,17 +27,18 @@ PipelineSession::PipelineSession(const Config& cfg, const ModelSpec& spec, int* 
   world_ = std::make_unique<WorldConfig>(layout_of(cfg), mpi_.rank());
   CONVEYOR_CHECK(world_->layout().data == 1, "data parallelism (parallel.data = ", world_->layout().data,
                  ") is not supported by generate yet; run one job per replica (e.g. split the input file)");
-  const std::string backend = cfg.get_string("runtime.backend");
-  CONVEYOR_CHECK(backend != "cuda", "runtime.backend = cuda: the CUDA model runner is not wired into generate yet; "
-                 "use --set runtime.backend=cpu");
-  groups_ = make_process_groups(*world_, Backend::kCpu);
-  parts_ = make_pipeline_stage(cfg, spec, *world_, *groups_);
+  const Backend backend = resolve_backend(cfg.get_string("runtime.backend"));
+  // The GPU must be current before NCCL communicators are made on it.
+  device_ = make_device(backend, mpi_.local_rank());
+  groups_ = make_process_groups(*world_, backend);
+  parts_ = make_pipeline_stage(cfg, spec, *world_, *groups_, backend, std::max(0, device_->info().index));
 }
 
 PipelineSession::~PipelineSession() {
   parts_.stage.reset();
   parts_.control.clear();
   groups_.reset();
+  device_.reset();
 }
 
 std::unique_ptr<ModelRunner> PipelineSession::make_runner() {
