@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -33,14 +34,14 @@ PipelineSession::PipelineSession(const Config& cfg, int* argc, char*** argv) : m
 }
 
 void PipelineSession::start(const Config& cfg, const ModelSpec& spec) {
-  const std::string backend = cfg.get_string("runtime.backend");
-  CONVEYOR_CHECK(backend != "cuda", "runtime.backend = cuda: the CUDA model runner is not wired into generate yet; "
-                 "use --set runtime.backend=cpu");
+  const Backend backend = resolve_backend(cfg.get_string("runtime.backend"));
   // CPU ranks on one host share its cores: without an explicit OMP_NUM_THREADS each would take all.
   if (!std::getenv("OMP_NUM_THREADS") && mpi_.local_size() > 1)
     omp_set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / mpi_.local_size()));
-  groups_ = make_process_groups(*world_, Backend::kCpu);
-  parts_ = make_pipeline_stage(cfg, spec, *world_, *groups_);
+  // The GPU must be current before NCCL communicators are made on it.
+  device_ = make_device(backend, mpi_.local_rank());
+  groups_ = make_process_groups(*world_, backend);
+  parts_ = make_pipeline_stage(cfg, spec, *world_, *groups_, backend, std::max(0, device_->info().index));
   if (world_->world_size() > 1) {
     Watchdog::Options opt;
     opt.deadline_s = cfg.get_float("runtime.watchdog_timeout");
@@ -60,12 +61,14 @@ PipelineSession::~PipelineSession() {
     (void)parts_.stage.release();
     for (auto& c : parts_.control) (void)c.release();
     (void)groups_.release();
+    (void)device_.release();
     return;
   }
   watchdog_.reset();
   parts_.stage.reset();
   parts_.control.clear();
   groups_.reset();
+  device_.reset();
 }
 
 std::unique_ptr<ModelRunner> PipelineSession::make_runner() {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/config.h"
+#include "runtime/device.h"
 #include "runtime/model_spec.h"
 #include "runtime/mpi_runtime.h"
 #include "runtime/process_groups.h"
@@ -43,6 +44,7 @@ class PipelineSession {
  private:
   MpiRuntime mpi_;
   std::unique_ptr<WorldConfig> world_;
+  std::unique_ptr<Device> device_;  // this rank's GPU (current for its lifetime) or the host
   std::unique_ptr<ProcessGroups> groups_;
   PipelineParts parts_;
   std::unique_ptr<Watchdog> watchdog_;

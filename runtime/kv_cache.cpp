@@ -4,26 +4,50 @@
 
 #include <cstdlib>
 #include <limits>
+#include <utility>
 
 #include "runtime/error.h"
 #include "runtime/strings.h"
 
 namespace conveyor {
+namespace {
 
-KvCache::KvCache(int first_layer, int num_layers, const PagedKvShape& shape)
-    : first_layer_(first_layer), num_layers_(num_layers), shape_(shape) {
+void check_geometry(int first_layer, int num_layers, const PagedKvShape& shape) {
   CONVEYOR_CHECK(first_layer >= 0 && num_layers > 0, "KV cache: bad layer range first=", first_layer,
                  " count=", num_layers);
   CONVEYOR_CHECK(shape.num_blocks > 0 && shape.block_size > 0 && shape.n_kv_heads > 0 && shape.head_dim > 0,
                  "KV cache: bad shape num_blocks=", shape.num_blocks, " block_size=", shape.block_size,
                  " n_kv_heads=", shape.n_kv_heads, " head_dim=", shape.head_dim);
+}
+
+}  // namespace
+
+KvCache::KvCache(int first_layer, int num_layers, const PagedKvShape& shape)
+    : first_layer_(first_layer), num_layers_(num_layers), shape_(shape) {
+  check_geometry(first_layer, num_layers, shape);
   const size_t elems = 2 * static_cast<size_t>(num_layers) * shape.layer_elems();
-  storage_.reset(static_cast<float*>(std::calloc(elems, sizeof(float))));
-  elems_ = elems;
-  if (!storage_) {
+  void* p = std::calloc(elems, sizeof(float));
+  if (!p) {
     CONVEYOR_THROW("KV cache: cannot allocate ", format_bytes(double(elems) * sizeof(float)), " for ",
                    shape.num_blocks, " blocks x ", num_layers, " layers; lower the KV cache memory or block count");
   }
+  storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  elems_ = elems;
+}
+
+KvCache::KvCache(int first_layer, int num_layers, const PagedKvShape& shape, DType dtype,
+                 std::shared_ptr<void> storage)
+    : first_layer_(first_layer), num_layers_(num_layers), shape_(shape), dtype_(dtype), host_(false),
+      storage_(std::move(storage)) {
+  check_geometry(first_layer, num_layers, shape);
+  CONVEYOR_CHECK(storage_ != nullptr, "KV cache: no storage given for ", num_layers, " layers");
+  elems_ = 2 * static_cast<size_t>(num_layers) * shape.layer_elems();
+}
+
+float* KvCache::host_f32(void* p) const {
+  CONVEYOR_CHECK(host_ && dtype_ == DType::kF32, "KV cache: host fp32 access to a ", dtype_name(dtype_),
+                 " cache in backend memory");
+  return static_cast<float*>(p);
 }
 
 size_t KvCache::offset(int layer, int which) const {

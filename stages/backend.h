@@ -13,6 +13,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/dtype.h"
 #include "runtime/host_tensor.h"
+#include "runtime/kv_cache.h"
 
 namespace conveyor {
 
@@ -25,6 +26,11 @@ struct TensorView {
   DType dtype = DType::kF32;
   int64_t numel() const { return rows * cols; }
   float* f32() const { return static_cast<float*>(data); }
+  // Rows [first, first + count) of this (contiguous) view.
+  TensorView row_slice(int64_t first, int64_t count) const {
+    return TensorView{static_cast<char*>(data) + first * cols * static_cast<int64_t>(dtype_size(dtype)), count, cols,
+                      dtype};
+  }
 };
 
 // A tensor owned by the backend (host or device memory); cheap to move, freed with its last copy.
@@ -69,11 +75,13 @@ struct BatchInfo {
   int num_tokens() const { return static_cast<int>(positions.size()); }
 };
 
-// One layer's K and V pools, shaped as kernels/cpu/attention.h describes.
+// One layer's K and V pools, shaped as kernels/cpu/attention.h describes, in the backend's memory
+// (host f32 on the CPU, the activation dtype on a GPU).
 struct KvLayerView {
-  float* k = nullptr;
-  float* v = nullptr;
+  void* k = nullptr;
+  void* v = nullptr;
   PagedKvShape shape;
+  DType dtype = DType::kF32;
 };
 
 struct AttentionConfig {
@@ -88,12 +96,27 @@ class Ops {
  public:
   virtual ~Ops() = default;
 
-  // Memory. adopt takes a loaded weight (the CPU backend keeps its buffer; a GPU one uploads it) as
-  // [rows, cols] where cols is the last dimension (1-D weights are [1, n]).
-  virtual Tensor empty(int64_t rows, int64_t cols) = 0;
+  // The activation (and weight) dtype: kF32 on the CPU, kBF16/kF16 on a GPU. Logits are always kF32.
+  virtual DType dtype() const { return DType::kF32; }
+  // The stream every op and every data-plane communicator call of this backend is ordered on
+  // (a cudaStream_t on CUDA; nullptr on the host, which MPI ignores).
+  virtual void* stream() const { return nullptr; }
+
+  // Memory. adopt takes a loaded weight (the CPU backend keeps its buffer; a GPU one uploads it,
+  // converted to dtype()) as [rows, cols] where cols is the last dimension (1-D weights are [1, n]).
+  virtual Tensor empty(int64_t rows, int64_t cols, DType dt) = 0;
+  Tensor empty(int64_t rows, int64_t cols) { return empty(rows, cols, dtype()); }
   virtual Tensor adopt(HostTensor&& weight) = 0;
+  // upload converts host fp32 to dtype(); download converts any float tensor to fp32 and waits.
   virtual Tensor upload(const float* host, int64_t rows, int64_t cols) = 0;
   virtual void download(const TensorView& t, float* host) = 0;  // host holds t.numel() floats
+  // dst[:, dst_col + j] = src[:, src_col + j] for j < cols; same rows and dtype (LM-head shards).
+  virtual void copy_cols(const TensorView& dst, int64_t dst_col, const TensorView& src, int64_t src_col,
+                         int64_t cols) = 0;
+  // The KV pools of a stage's layers in this backend's memory and dtype, zero-filled.
+  virtual std::unique_ptr<KvCache> make_kv_cache(int first_layer, int num_layers, const PagedKvShape& shape) {
+    return std::make_unique<KvCache>(first_layer, num_layers, shape);
+  }
 
   // The step's metadata; every op below that reads ids, positions or block tables uses the last one.
   virtual void set_batch(const BatchInfo& batch) = 0;
@@ -105,7 +128,8 @@ class Ops {
   // residual += x; out = rmsnorm(residual) * weight.
   virtual void fused_add_rms_norm(const TensorView& out, const TensorView& x, const TensorView& residual,
                                   const TensorView& weight, float eps) = 0;
-  // out = x W^T (+ bias); w is [out_features, in_features], bias [1, out_features] or empty.
+  // out = x W^T (+ bias); w is [out_features, in_features], bias [1, out_features] or empty. out may
+  // be kF32 while x and w are dtype() (the LM head's logits).
   virtual void linear(const TensorView& out, const TensorView& x, const TensorView& w, const TensorView& bias) = 0;
   // Rotates q [tokens, n_heads * head_dim] and k [tokens, n_kv_heads * head_dim] in place.
   virtual void rope(const TensorView& q, const TensorView& k, int n_heads, int n_kv_heads, const RopeParams& p) = 0;

@@ -16,8 +16,9 @@
 
 namespace conveyor {
 
-CpuModelRunner::CpuModelRunner(const ModelSpec& spec, WeightSet&& weights, int num_blocks, int block_size)
-    : spec_(spec), ops_(make_cpu_ops()) {
+CpuModelRunner::CpuModelRunner(const ModelSpec& spec, WeightSet&& weights, int num_blocks, int block_size,
+                               std::unique_ptr<Ops> ops)
+    : spec_(spec), ops_(ops ? std::move(ops) : make_cpu_ops()) {
   CONVEYOR_CHECK(num_blocks > 0 && block_size > 0, "CPU runner: need at least one KV block of at least one token, got ",
                  num_blocks, " blocks of ", block_size);
   const WeightShare share = WeightShare::whole_model(spec);
@@ -26,7 +27,7 @@ CpuModelRunner::CpuModelRunner(const ModelSpec& spec, WeightSet&& weights, int n
   shape.block_size = block_size;
   shape.n_kv_heads = static_cast<int>(spec.kv_heads);
   shape.head_dim = static_cast<int>(spec.head_dim);
-  cache_ = std::make_unique<KvCache>(0, static_cast<int>(spec.layers), shape);
+  cache_ = ops_->make_kv_cache(0, static_cast<int>(spec.layers), shape);
   stage_ = std::make_unique<StageModel>(spec_, share, std::move(weights), *ops_, *cache_, nullptr);
 }
 

@@ -15,7 +15,10 @@ namespace conveyor {
 
 class CpuModelRunner final : public LocalModelRunner {
  public:
-  CpuModelRunner(const ModelSpec& spec, WeightSet&& weights, int num_blocks, int block_size);
+  // ops: the backend (nullptr: the CPU's). Tests pass CUDA ops to run the same model on a GPU; the
+  // logits then come back to the host for LocalModelRunner's sampler.
+  CpuModelRunner(const ModelSpec& spec, WeightSet&& weights, int num_blocks, int block_size,
+                 std::unique_ptr<Ops> ops = nullptr);
 
   const ModelSpec& spec() const override { return spec_; }
   int num_kv_blocks() const override { return cache_->shape().num_blocks; }

@@ -53,7 +53,9 @@ bool same_rope(const RopeParams& a, const RopeParams& b) {
 
 class CpuOps final : public Ops {
  public:
-  Tensor empty(int64_t rows, int64_t cols) override {
+  using Ops::empty;
+  Tensor empty(int64_t rows, int64_t cols, DType dt) override {
+    CONVEYOR_CHECK(dt == DType::kF32, "cpu empty: the CPU backend holds f32 tensors only, not ", dtype_name(dt));
     auto buf = std::make_shared<std::vector<float>>(static_cast<size_t>(rows * cols));
     return Tensor(buf, TensorView{buf->data(), rows, cols, DType::kF32});
   }
@@ -78,6 +80,19 @@ class CpuOps final : public Ops {
   void download(const TensorView& t, float* host) override {
     check_f32(t, "download", "tensor");
     std::memcpy(host, t.data, static_cast<size_t>(t.numel()) * sizeof(float));
+  }
+
+  void copy_cols(const TensorView& dst, int64_t dst_col, const TensorView& src, int64_t src_col,
+                 int64_t cols) override {
+    check_f32(dst, "copy_cols", "dst");
+    check_f32(src, "copy_cols", "src");
+    CONVEYOR_CHECK(dst.rows == src.rows && cols >= 0 && dst_col >= 0 && src_col >= 0 && dst_col + cols <= dst.cols &&
+                       src_col + cols <= src.cols,
+                   "cpu copy_cols: columns [", src_col, ", +", cols, ") of [", src.rows, ", ", src.cols, "] into [",
+                   dst_col, ", +", cols, ") of [", dst.rows, ", ", dst.cols, "] do not fit");
+    for (int64_t r = 0; r < dst.rows; ++r)
+      std::memcpy(dst.f32() + r * dst.cols + dst_col, src.f32() + r * src.cols + src_col,
+                  static_cast<size_t>(cols) * sizeof(float));
   }
 
   void set_batch(const BatchInfo& b) override {
@@ -149,6 +164,7 @@ class CpuOps final : public Ops {
     check_shape(out, tokens, q.cols, "attention", "out");
     check_shape(k, tokens, static_cast<int64_t>(cfg.n_kv_heads) * cfg.head_dim, "attention", "k");
     check_shape(v, tokens, k.cols, "attention", "v");
+    CONVEYOR_CHECK(cache.dtype == DType::kF32 && cache.k && cache.v, "cpu attention: the KV cache must be host f32");
     CONVEYOR_CHECK(cache.shape.n_kv_heads == cfg.n_kv_heads && cache.shape.head_dim == cfg.head_dim,
                    "cpu attention: the KV cache holds ", cache.shape.n_kv_heads, " heads of ", cache.shape.head_dim,
                    ", the layer has ", cfg.n_kv_heads, " of ", cfg.head_dim);
@@ -162,7 +178,8 @@ class CpuOps final : public Ops {
     ap.n_heads = cfg.n_heads;
     ap.scale = cfg.scale;
     ap.sliding_window = cfg.sliding_window;
-    attention_ref(out.f32(), q.f32(), k.f32(), v.f32(), cache.k, cache.v, ab, cache.shape, ap);
+    attention_ref(out.f32(), q.f32(), k.f32(), v.f32(), static_cast<float*>(cache.k), static_cast<float*>(cache.v), ab,
+                  cache.shape, ap);
   }
 
   void silu_mul(const TensorView& out, const TensorView& gate_up) override {

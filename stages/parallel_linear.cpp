@@ -1,6 +1,6 @@
-// Tensor-parallel linear layers and their collectives (see parallel_linear.h). The all-reduces run
-// in place on backend memory; the LM head gathers on the host because the runner returns host
-// logits anyway (a GPU backend gathers on the device and downloads once).
+// Tensor-parallel linear layers and their collectives (see parallel_linear.h). Every collective runs
+// on backend memory, ordered on the backend's stream (NCCL on a GPU, MPI on the host), so logits
+// never leave the device here: the sampler reads them where they are.
 #include "stages/parallel_linear.h"
 
 #include <algorithm>
@@ -14,9 +14,9 @@ namespace {
 
 bool distributed(const Communicator* tp) { return tp != nullptr && tp->size() > 1; }
 
-void all_reduce_sum(Communicator* tp, const TensorView& t) {
+void all_reduce_sum(Communicator* tp, Ops& ops, const TensorView& t) {
   if (!distributed(tp)) return;
-  tp->all_reduce(t.data, t.data, static_cast<size_t>(t.numel()), t.dtype, ReduceOp::kSum, nullptr);
+  tp->all_reduce(t.data, t.data, static_cast<size_t>(t.numel()), t.dtype, ReduceOp::kSum, ops.stream());
 }
 
 }  // namespace
@@ -35,7 +35,7 @@ RowParallelLinear::RowParallelLinear(Tensor weight, Communicator* tp) : weight_(
 Tensor RowParallelLinear::forward(Ops& ops, const TensorView& x) const {
   Tensor y = ops.empty(x.rows, weight_.rows());
   ops.linear(y.view(), x, weight_.view(), TensorView{});
-  all_reduce_sum(tp_, y.view());
+  all_reduce_sum(tp_, ops, y.view());
   return y;
 }
 
@@ -45,39 +45,43 @@ VocabParallelEmbedding::VocabParallelEmbedding(Tensor table, int vocab_size, int
 Tensor VocabParallelEmbedding::forward(Ops& ops) const {
   Tensor out = ops.empty(ops.batch().num_tokens(), table_.cols());
   ops.embedding(out.view(), table_.view(), vocab_size_, vocab_start_);
-  all_reduce_sum(tp_, out.view());
+  all_reduce_sum(tp_, ops, out.view());
   return out;
 }
 
 ParallelLmHead::ParallelLmHead(Tensor weight, int vocab_size, Communicator* tp)
     : weight_(std::move(weight)), vocab_size_(vocab_size), tp_(tp) {}
 
-void ParallelLmHead::forward(Ops& ops, const TensorView& x, std::vector<float>* logits) const {
+Tensor ParallelLmHead::forward(Ops& ops, const TensorView& x) const {
   const int64_t n = x.rows;
   const int64_t local = weight_.rows();
-  Tensor part = ops.empty(n, local);
-  ops.linear(part.view(), x, weight_.view(), TensorView{});
-  logits->assign(static_cast<size_t>(n * vocab_size_), 0.f);
   if (!distributed(tp_)) {
     CONVEYOR_CHECK(local == vocab_size_, "LM head holds ", local, " vocab rows of ", vocab_size_, " without TP");
-    ops.download(part.view(), logits->data());
-    return;
+    Tensor logits = ops.empty(n, vocab_size_, DType::kF32);
+    ops.linear(logits.view(), x, weight_.view(), TensorView{});
+    return logits;
   }
   const int tp = tp_->size();
   const int64_t shard = (vocab_size_ + tp - 1) / tp;  // every rank sends shard columns per row
   CONVEYOR_CHECK(local <= shard, "LM head shard has ", local, " rows, more than ceil(vocab/tp) = ", shard);
-  std::vector<float> mine(static_cast<size_t>(n * local));
-  ops.download(part.view(), mine.data());
-  std::vector<float> send(static_cast<size_t>(n * shard), -std::numeric_limits<float>::infinity());
-  for (int64_t r = 0; r < n; ++r) std::copy_n(mine.data() + r * local, local, send.data() + r * shard);
-  std::vector<float> all(send.size() * tp);
-  tp_->all_gather(send.data(), all.data(), send.size());
+  // The last shard may be short: its padding columns are sent but dropped below, never read.
+  Tensor send = ops.empty(n, shard, DType::kF32);
+  if (local == shard) {
+    ops.linear(send.view(), x, weight_.view(), TensorView{});
+  } else {
+    Tensor part = ops.empty(n, local, DType::kF32);
+    ops.linear(part.view(), x, weight_.view(), TensorView{});
+    if (local > 0) ops.copy_cols(send.view(), 0, part.view(), 0, local);
+  }
+  Tensor all = ops.empty(tp * n, shard, DType::kF32);  // [tp][n, shard]
+  tp_->all_gather(send.view().data, all.view().data, static_cast<size_t>(n * shard), DType::kF32, ops.stream());
+  Tensor logits = ops.empty(n, vocab_size_, DType::kF32);
   for (int rank = 0; rank < tp; ++rank) {
     const int64_t begin = rank * shard;
     const int64_t count = std::min<int64_t>(shard, vocab_size_ - begin);
-    for (int64_t r = 0; count > 0 && r < n; ++r)
-      std::copy_n(all.data() + (rank * n + r) * shard, count, logits->data() + r * vocab_size_ + begin);
+    if (count > 0) ops.copy_cols(logits.view(), begin, all.view().row_slice(rank * n, n), 0, count);
   }
+  return logits;
 }
 
 }  // namespace conveyor

@@ -60,8 +60,8 @@ class ParallelLmHead {
  public:
   ParallelLmHead() = default;
   ParallelLmHead(Tensor weight, int vocab_size, Communicator* tp);  // weight [shard_rows, hidden]
-  // Logits [x.rows, vocab] in host memory: the runner's output format.
-  void forward(Ops& ops, const TensorView& x, std::vector<float>* logits) const;
+  // Logits [x.rows, vocab], fp32, in backend memory (the sampler reads them there).
+  Tensor forward(Ops& ops, const TensorView& x) const;
 
  private:
   Tensor weight_;

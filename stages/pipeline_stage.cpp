@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <string>
 #include <thread>
@@ -23,6 +24,9 @@
 #include "stages/architecture.h"
 #include "stages/cpu_ops.h"
 #include "stages/partitioner.h"
+#ifdef CONVEYOR_WITH_CUDA
+#include "stages/cuda/cuda_stage_parts.h"
+#endif
 
 namespace conveyor {
 
@@ -54,14 +58,16 @@ void wait_politely(CommRequest& request) {
 
 PipelineStage::PipelineStage(const ModelSpec& spec, const WeightShare& share, WeightSet&& weights,
                              std::unique_ptr<Ops> ops, const PagedKvShape& kv_shape, int stage, int num_stages,
-                             StageLinks links)
-    : spec_(spec), stage_(stage), num_stages_(num_stages), tp_rank_(share.tp_rank), links_(links), ops_(std::move(ops)) {
+                             StageLinks links, std::unique_ptr<StageSampler> sampler)
+    : spec_(spec), stage_(stage), num_stages_(num_stages), tp_rank_(share.tp_rank), links_(links), ops_(std::move(ops)),
+      sampler_(std::move(sampler)) {
   CONVEYOR_CHECK(num_stages == 1 || (links.pipeline && links.pipeline_ctl), "stage ", stage, " of ", num_stages,
                  ": a pipeline needs its data and control communicators");
   CONVEYOR_CHECK(share.tp_size == 1 || (links.tensor && links.tensor_ctl), "stage ", stage,
                  ": tensor parallelism needs its communicators");
-  cache_ = std::make_unique<KvCache>(static_cast<int>(share.first_layer),
-                                     static_cast<int>(share.last_layer - share.first_layer), kv_shape);
+  cache_ = ops_->make_kv_cache(static_cast<int>(share.first_layer),
+                               static_cast<int>(share.last_layer - share.first_layer), kv_shape);
+  if (is_last() && tp_rank_ == 0 && !sampler_) sampler_ = make_cpu_stage_sampler(spec_.vocab);
   model_ = std::make_unique<StageModel>(spec_, share, std::move(weights), *ops_, *cache_, links.tensor);
 }
 
@@ -70,11 +76,12 @@ PipelineStage::~PipelineStage() = default;
 void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words, const Tensor& input) {
   const bool samples = is_last() && tp_rank_ == 0;
   last_step_ = plan.step;
-  if (samples) sampler_.apply(plan);
+  if (samples) sampler_->apply(plan);
   const double t0 = timeline_.now();
-  Tensor hidden = model_->forward(plan, input, is_last() ? &logits_ : nullptr);
+  Tensor logits;
+  Tensor hidden = model_->run(plan, input, is_last() ? &logits : nullptr);
   StepResult result;
-  if (samples) result = sampler_.sample(plan, logits_.data(), spec_.vocab);
+  if (samples) result = sampler_->sample(plan, logits.view());
   timeline_.add(plan.step, Phase::kCompute, t0, timeline_.now(), static_cast<int64_t>(plan.num_tokens()));
   if (!is_last()) {
     send_down(plan.step, words, hidden);
@@ -105,7 +112,7 @@ void PipelineStage::send_down(int64_t step, std::vector<int64_t> words, const Te
   o->requests.push_back(links_.pipeline_ctl->isend(o->words.data(), o->words.size(), DType::kI64, next, nullptr));
   if (o->header[1] > 0)
     o->requests.push_back(links_.pipeline->isend(hidden.view().data, static_cast<size_t>(o->header[1]),
-                                                 hidden.view().dtype, next, nullptr));
+                                                 hidden.view().dtype, next, ops_->stream()));
   outgoing_.push_back(std::move(o));
   timeline_.add(step, Phase::kSend, t0, timeline_.now(), hidden.empty() ? 0 : hidden.rows());
 }
@@ -152,7 +159,7 @@ StepPlan PipelineStage::receive_from_previous(std::vector<int64_t>* words, Tenso
   if (expected > 0) {
     *hidden = ops_->empty(static_cast<int64_t>(plan.num_tokens()), spec_.hidden);
     links_.pipeline->recv(hidden->view().data, static_cast<size_t>(expected), hidden->view().dtype, stage_ - 1,
-                          nullptr);
+                          ops_->stream());
   }
   // Overlap: the next micro-batch's header is already on its way while this one computes.
   if (!plan.shutdown) post_header_receive();
@@ -256,7 +263,8 @@ std::vector<std::array<int64_t, 2>> stage_layer_ranges(const Config& cfg, const 
 
 namespace {
 
-int agreed_kv_blocks(const Config& cfg, const ModelSpec& spec, const WeightShare& share, int kv_heads) {
+// This rank's KV blocks on the CPU backend: cache.num_blocks, else what cache.cpu_kv_cache_space holds.
+long long cpu_stage_kv_blocks(const Config& cfg, const ModelSpec& spec, const WeightShare& share, int kv_heads) {
   const int block_size = static_cast<int>(cfg.get_int("cache.block_size"));
   const int layers = static_cast<int>(share.last_layer - share.first_layer);
   long long blocks = cfg.get_int("cache.num_blocks");
@@ -267,9 +275,14 @@ int agreed_kv_blocks(const Config& cfg, const ModelSpec& spec, const WeightShare
     CONVEYOR_CHECK(blocks > 0, "cache.cpu_kv_cache_space = ", gib, " GiB holds no KV block of ", block_size,
                    " tokens for ", share.describe(), "; raise it or set cache.num_blocks");
   }
+  return blocks;
+}
+
+// Every rank must address the same block ids: the minimum over the world.
+int agreed_kv_blocks(long long blocks) {
   long long agreed = 0;
   CONVEYOR_MPI_CHECK(MPI_Allreduce(&blocks, &agreed, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD));
-  return static_cast<int>(agreed);
+  return static_cast<int>(std::min<long long>(agreed, std::numeric_limits<int>::max()));
 }
 
 std::unique_ptr<Communicator> control_comm(MPI_Comm group, const std::string& name) {
@@ -281,7 +294,7 @@ std::unique_ptr<Communicator> control_comm(MPI_Comm group, const std::string& na
 }  // namespace
 
 PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, const WorldConfig& world,
-                                  ProcessGroups& groups) {
+                                  ProcessGroups& groups, Backend backend, int device) {
   const Layout& layout = world.layout();
   const RankCoord me = world.coord();
   const auto ranges = stage_layer_ranges(cfg, spec);
@@ -319,9 +332,27 @@ PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, cons
   kv.block_size = static_cast<int>(cfg.get_int("cache.block_size"));
   kv.n_kv_heads = traits.attention.n_kv_heads;
   kv.head_dim = static_cast<int>(spec.head_dim);
-  kv.num_blocks = agreed_kv_blocks(cfg, spec, share, kv.n_kv_heads);
-  parts.stage = std::make_unique<PipelineStage>(spec, share, std::move(weights), make_cpu_ops(), kv, me.stage,
-                                                layout.pipeline, links);
+  std::unique_ptr<Ops> ops;
+  std::unique_ptr<StageSampler> sampler;  // null: the CPU sampler
+  long long blocks = 0;
+  if (backend == Backend::kCuda) {
+#ifdef CONVEYOR_WITH_CUDA
+    const bool samples = share.lm_head && me.tensor == 0;
+    CudaStageParts cuda = make_cuda_stage_parts(cfg, spec, share, weights, kv, samples, device);
+    ops = std::move(cuda.ops);
+    sampler = std::move(cuda.sampler);
+    blocks = cuda.kv_blocks;
+#else
+    CONVEYOR_THROW("runtime.backend = cuda, but this conveyor was built without CUDA; rebuild with "
+                   "-DCONVEYOR_WITH_CUDA=ON or use --set runtime.backend=cpu");
+#endif
+  } else {
+    ops = make_cpu_ops();
+    blocks = cpu_stage_kv_blocks(cfg, spec, share, kv.n_kv_heads);
+  }
+  kv.num_blocks = agreed_kv_blocks(blocks);
+  parts.stage = std::make_unique<PipelineStage>(spec, share, std::move(weights), std::move(ops), kv, me.stage,
+                                                layout.pipeline, links, std::move(sampler));
   const int configured = static_cast<int>(cfg.get_int("parallel.micro_batches"));
   parts.micro_batches = configured > 0 ? configured : layout.pipeline;
   CONVEYOR_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));

@@ -2,9 +2,9 @@
 // (stage 0, tp 0) submits StepPlans; every rank runs its StageModel on each plan in order:
 //   stage 0:    plan from the leader (broadcast over the TP group) -> embedding + layers -> send down
 //   stage s>0:  plan + hidden states from stage s-1 (same tp rank) -> layers -> send down
-//   last stage: -> final norm, LM head -> tp 0 samples (PlanSampler) -> StepResult to the leader
-// Plans travel on MPI control communicators; hidden states on the data communicators (MPI here, NCCL on
-// the CUDA backend). Receives of micro-batch m+1 are posted before m is computed and sends are
+//   last stage: -> final norm, LM head -> tp 0 samples (StageSampler) -> StepResult to the leader
+// Plans travel on MPI control communicators; hidden states on the data communicators (MPI on the CPU
+// backend; NCCL on the CUDA backend, in device memory, ordered on the ops' stream). Receives of micro-batch m+1 are posted before m is computed and sends are
 // non-blocking, so up to `micro_batches` plans are in the pipe at once. A shutdown plan flows down
 // the same path and ends serve() on every rank. Every rank records its spans in a StageTimeline.
 #pragma once
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/communicator.h"
+#include "runtime/device.h"
 #include "runtime/kv_cache.h"
 #include "runtime/watchdog.h"
 #include "stages/backend.h"
@@ -39,8 +40,10 @@ struct StageLinks {
 
 class PipelineStage {
  public:
+  // sampler: used on the last stage's tp rank 0 only (nullptr there: the CPU sampler over host logits).
   PipelineStage(const ModelSpec& spec, const WeightShare& share, WeightSet&& weights, std::unique_ptr<Ops> ops,
-                const PagedKvShape& kv_shape, int stage, int num_stages, StageLinks links);
+                const PagedKvShape& kv_shape, int stage, int num_stages, StageLinks links,
+                std::unique_ptr<StageSampler> sampler = nullptr);
   ~PipelineStage();
 
   bool is_leader() const { return stage_ == 0 && tp_rank_ == 0; }
@@ -84,8 +87,7 @@ class PipelineStage {
   std::unique_ptr<Ops> ops_;
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<StageModel> model_;
-  PlanSampler sampler_;
-  std::vector<float> logits_;
+  std::unique_ptr<StageSampler> sampler_;
   std::deque<StepResult> local_results_;  // pp = 1: the leader samples itself
   std::deque<std::unique_ptr<Outgoing>> outgoing_;
   std::array<int64_t, 2> next_header_{};
@@ -119,13 +121,15 @@ std::vector<std::array<int64_t, 2>> stage_layer_ranges(const Config& cfg, const 
 
 // Everything one rank needs to take part: its share of the weights (loaded or dummy), its KV cache
 // (the block count agreed as the minimum over all ranks), the control communicators. Collective over
-// MPI_COMM_WORLD. The returned stage keeps pointers into `groups`.
+// MPI_COMM_WORLD. The returned stage keeps pointers into `groups`, which must have been made for the
+// same backend. On kCuda, `device` is this rank's GPU ordinal (already current), the dtype comes from
+// model.dtype and the KV blocks from cache.gpu_memory_utilization (unless cache.num_blocks is set).
 struct PipelineParts {
   std::vector<std::unique_ptr<Communicator>> control;  // owned MPI control communicators
   std::unique_ptr<PipelineStage> stage;
   int micro_batches = 1;
 };
 PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, const WorldConfig& world,
-                                  ProcessGroups& groups);
+                                  ProcessGroups& groups, Backend backend = Backend::kCpu, int device = 0);
 
 }  // namespace conveyor

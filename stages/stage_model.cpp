@@ -58,10 +58,10 @@ StageModel::StageModel(const ModelSpec& spec, const WeightShare& share, WeightSe
 }
 
 KvLayerView StageModel::kv_view(int layer) const {
-  return KvLayerView{cache_.k(layer), cache_.v(layer), cache_.shape()};
+  return KvLayerView{cache_.k_data(layer), cache_.v_data(layer), cache_.shape(), cache_.dtype()};
 }
 
-Tensor StageModel::forward(const StepPlan& plan, const Tensor& input, std::vector<float>* logits) {
+Tensor StageModel::run(const StepPlan& plan, const Tensor& input, Tensor* logits) {
   ops_.set_batch(make_batch_info(plan, cache_.shape().block_size, is_first()));
   const int64_t tokens = ops_.batch().num_tokens();
   Tensor hidden;
@@ -80,10 +80,21 @@ Tensor StageModel::forward(const StepPlan& plan, const Tensor& input, std::vecto
     if (rows.rows() > 0) {
       ops_.gather_logit_rows(rows.view(), hidden.view());
       ops_.rms_norm(rows.view(), rows.view(), final_norm_.view(), traits_.rms_norm_eps);
-      lm_head_.forward(ops_, rows.view(), logits);
+      *logits = lm_head_.forward(ops_, rows.view());
     } else {
-      logits->clear();
+      *logits = Tensor();
     }
+  }
+  return hidden;
+}
+
+Tensor StageModel::forward(const StepPlan& plan, const Tensor& input, std::vector<float>* logits) {
+  Tensor device_logits;
+  Tensor hidden = run(plan, input, is_last() ? &device_logits : nullptr);
+  if (is_last()) {
+    CONVEYOR_CHECK(logits != nullptr, "stage ", share_.describe(), ": the last stage needs a logits output");
+    logits->assign(static_cast<size_t>(device_logits.view().numel()), 0.f);
+    if (!device_logits.empty()) ops_.download(device_logits.view(), logits->data());
   }
   return hidden;
 }

@@ -31,8 +31,11 @@ class StageModel {
   const WeightShare& share() const { return share_; }
 
   // One step over this stage. input: the previous stage's hidden states, updated in place (ignored
-  // and may be empty on the first stage). Returns the hidden states after the stage's layers; on the last stage also
-  // fills logits [plan.num_logits(), vocab] (fp32, plan order), else leaves them untouched.
+  // and may be empty on the first stage). Returns the hidden states after the stage's layers; on the
+  // last stage also sets logits to [plan.num_logits(), vocab] (fp32, plan order, backend memory; an
+  // empty tensor when no sequence wants logits), else leaves them untouched.
+  Tensor run(const StepPlan& plan, const Tensor& input, Tensor* logits);
+  // run() with the logits copied to the host (tests and the CPU runner).
   Tensor forward(const StepPlan& plan, const Tensor& input, std::vector<float>* logits);
 
  private:

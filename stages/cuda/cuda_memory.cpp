@@ -1,0 +1,139 @@
+// DevicePool, PinnedRing, GrowingBuffer (see cuda_memory.h).
+#include "stages/cuda/cuda_memory.h"
+
+#include <utility>
+
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/strings.h"
+
+namespace conveyor {
+
+void* device_malloc(size_t bytes, const char* what) {
+  void* p = nullptr;
+  const cudaError_t rc = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
+  if (rc != cudaSuccess) {
+    cudaGetLastError();
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    CONVEYOR_THROW("cudaMalloc of ", format_bytes(static_cast<double>(bytes)), " for ", what, " failed: ",
+                   cudaGetErrorString(rc), " (", format_bytes(static_cast<double>(free_b)), " free of ",
+                   format_bytes(static_cast<double>(total_b)),
+                   "); lower cache.gpu_memory_utilization, cache.num_blocks or scheduler.max_num_batched_tokens");
+  }
+  return p;
+}
+
+DevicePool::~DevicePool() {
+  for (auto& [bytes, ptrs] : free_)
+    for (void* p : ptrs) cudaFree(p);
+}
+
+size_t DevicePool::size_class(size_t bytes) {
+  if (bytes <= 256) return 256;
+  size_t top = 256;
+  while (top * 2 <= bytes) top *= 2;
+  const size_t step = top / 4;
+  return (bytes + step - 1) / step * step;
+}
+
+std::shared_ptr<void> DevicePool::take(const std::shared_ptr<DevicePool>& pool, size_t bytes) {
+  const size_t cls = size_class(bytes);
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(pool->mu_);
+    auto it = pool->free_.find(cls);
+    if (it != pool->free_.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      pool->cached_ -= cls;
+    }
+    pool->live_ += cls;
+  }
+  if (!p) {
+    try {
+      p = device_malloc(cls, "an activation tensor");
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(pool->mu_);
+      pool->live_ -= cls;
+      throw;
+    }
+  }
+  std::shared_ptr<DevicePool> keep = pool;
+  return std::shared_ptr<void>(p, [keep, cls](void* q) { keep->give_back(q, cls); });
+}
+
+void DevicePool::give_back(void* p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_[bytes].push_back(p);
+  cached_ += bytes;
+  live_ -= bytes;
+}
+
+size_t DevicePool::cached_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cached_;
+}
+
+size_t DevicePool::live_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_;
+}
+
+PinnedRing::PinnedRing(int slots) : slots_(static_cast<size_t>(slots)) {
+  for (Slot& s : slots_) CONVEYOR_CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+}
+
+PinnedRing::~PinnedRing() {
+  for (Slot& s : slots_) {
+    if (s.done) {
+      cudaEventSynchronize(s.done);
+      cudaEventDestroy(s.done);
+    }
+    if (s.host) cudaFreeHost(s.host);
+  }
+}
+
+void* PinnedRing::acquire(size_t bytes) {
+  Slot& s = slots_[static_cast<size_t>(next_)];
+  current_ = next_;
+  next_ = (next_ + 1) % static_cast<int>(slots_.size());
+  CONVEYOR_CUDA_CHECK(cudaEventSynchronize(s.done));  // the copy that last read this slot is done
+  if (s.bytes < bytes) {
+    if (s.host) CONVEYOR_CUDA_CHECK(cudaFreeHost(s.host));
+    s.host = nullptr;
+    s.bytes = 0;
+    const size_t want = bytes < 4096 ? 4096 : bytes + bytes / 2;
+    CONVEYOR_CUDA_CHECK(cudaMallocHost(&s.host, want));
+    s.bytes = want;
+  }
+  return s.host;
+}
+
+void PinnedRing::copy_to_device(void* dst, size_t bytes, cudaStream_t stream) {
+  CONVEYOR_CHECK(current_ >= 0, "internal: PinnedRing::copy_to_device without acquire");
+  Slot& s = slots_[static_cast<size_t>(current_)];
+  CONVEYOR_CHECK(bytes <= s.bytes, "internal: PinnedRing copy of ", bytes, " bytes from a slot of ", s.bytes);
+  if (bytes > 0) CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(dst, s.host, bytes, cudaMemcpyHostToDevice, stream));
+  CONVEYOR_CUDA_CHECK(cudaEventRecord(s.done, stream));
+  current_ = -1;
+}
+
+GrowingBuffer::~GrowingBuffer() {
+  if (ptr_) cudaFree(ptr_);
+}
+
+void* GrowingBuffer::reserve(size_t bytes, cudaStream_t stream) {
+  if (bytes <= bytes_ && ptr_) return ptr_;
+  if (ptr_) {
+    CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(stream));  // kernels may still read the old buffer
+    CONVEYOR_CUDA_CHECK(cudaFree(ptr_));
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+  const size_t want = bytes + bytes / 2 + 256;
+  ptr_ = device_malloc(want, "step metadata or attention workspace");
+  bytes_ = want;
+  return ptr_;
+}
+
+}  // namespace conveyor

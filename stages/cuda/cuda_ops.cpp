@@ -1,0 +1,387 @@
+// CudaOps (see cuda_ops.h). Shapes and dtypes are checked on the host once per op, as cpu_ops.cpp
+// does, so a wiring mistake is an Error naming the op, never a kernel reading out of bounds. Per-step
+// metadata goes up in ONE async copy from pinned memory in set_batch; rope's inv_freq is uploaded once
+// per rope rule (dynamic NTK: once per step, per sequence, only when a sequence passes the limit).
+#include "stages/cuda/cuda_ops.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/rope.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/embedding.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/rms_norm.h"
+#include "kernels/cuda/rope.h"
+#include "kernels/cuda/silu_mul.h"
+#include "runtime/cuda/cuda_check.h"
+#include "stages/cuda/cuda_memory.h"
+
+namespace conveyor {
+namespace {
+
+RopeFreqScaling to_kernel_scaling(const RopeParams& p) {
+  RopeFreqScaling s;
+  switch (p.kind) {
+    case RopeKind::kDefault: s.type = RopeFreqType::kNone; break;
+    case RopeKind::kLinear: s.type = RopeFreqType::kLinear; break;
+    case RopeKind::kLlama3: s.type = RopeFreqType::kLlama3; break;
+    case RopeKind::kDynamic: s.type = RopeFreqType::kDynamic; break;
+  }
+  s.factor = static_cast<float>(p.factor);
+  s.low_freq_factor = static_cast<float>(p.low_freq_factor);
+  s.high_freq_factor = static_cast<float>(p.high_freq_factor);
+  s.original_max_position_embeddings = p.original_max_position_embeddings;
+  return s;
+}
+
+bool same_rope(const RopeParams& a, const RopeParams& b) {
+  return a.head_dim == b.head_dim && a.theta == b.theta && a.kind == b.kind && a.factor == b.factor &&
+         a.low_freq_factor == b.low_freq_factor && a.high_freq_factor == b.high_freq_factor &&
+         a.original_max_position_embeddings == b.original_max_position_embeddings &&
+         a.max_position_embeddings == b.max_position_embeddings;
+}
+
+void check_view(const TensorView& t, DType dt, const char* op, const char* what) {
+  CONVEYOR_CHECK(t.data != nullptr || t.numel() == 0, "cuda ", op, ": ", what, " has no data");
+  CONVEYOR_CHECK(t.dtype == dt, "cuda ", op, ": ", what, " is ", dtype_name(t.dtype), ", expected ", dtype_name(dt));
+}
+
+void check_shape(const TensorView& t, int64_t rows, int64_t cols, DType dt, const char* op, const char* what) {
+  check_view(t, dt, op, what);
+  CONVEYOR_CHECK(t.rows == rows && t.cols == cols, "cuda ", op, ": ", what, " is [", t.rows, ", ", t.cols,
+                 "], expected [", rows, ", ", cols, "]");
+}
+
+// Host fp32 -> dt bits, for weights (once, at load).
+std::vector<uint16_t> to_half_bits(const std::vector<float>& src, DType dt) {
+  std::vector<uint16_t> out(src.size());
+  const int64_t n = static_cast<int64_t>(src.size());
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    out[static_cast<size_t>(i)] = dt == DType::kBF16 ? float_to_bf16(src[static_cast<size_t>(i)])
+                                                     : float_to_f16(src[static_cast<size_t>(i)]);
+  return out;
+}
+
+class CudaOps final : public Ops {
+ public:
+  CudaOps(int device, DType dt) : device_(device), dt_(dt) {
+    CONVEYOR_CHECK(dt == DType::kBF16 || dt == DType::kF16, "the CUDA backend computes in bf16 or f16, not ",
+                   dtype_name(dt), "; set model.dtype to bfloat16 or float16");
+    CONVEYOR_CUDA_CHECK(cudaSetDevice(device));
+    CONVEYOR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    gemm_ = std::make_unique<GemmRunner>();
+    pool_ = std::make_shared<DevicePool>();
+  }
+
+  ~CudaOps() override {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+
+  DType dtype() const override { return dt_; }
+  void* stream() const override { return stream_; }
+
+  using Ops::empty;
+  Tensor empty(int64_t rows, int64_t cols, DType dt) override {
+    CONVEYOR_CHECK(rows >= 0 && cols >= 0, "cuda empty: bad shape [", rows, ", ", cols, "]");
+    const size_t bytes = static_cast<size_t>(rows * cols) * dtype_size(dt);
+    std::shared_ptr<void> block = DevicePool::take(pool_, bytes);
+    void* p = block.get();
+    return Tensor(std::move(block), TensorView{p, rows, cols, dt});
+  }
+
+  Tensor adopt(HostTensor&& w) override {
+    CONVEYOR_CHECK(!w.shape.empty() && w.shape.size() <= 2, "cuda adopt: weight '", w.name, "' has ",
+                   w.shape.size(), " dimensions, expected 1 or 2");
+    const int64_t cols = w.shape.back();
+    const int64_t rows = w.shape.size() == 2 ? w.shape[0] : 1;
+    CONVEYOR_CHECK(static_cast<int64_t>(w.data.size()) == rows * cols, "cuda adopt: weight '", w.name, "' holds ",
+                   w.data.size(), " values for shape [", rows, ", ", cols, "]");
+    const std::vector<uint16_t> bits = to_half_bits(w.data, dt_);
+    const size_t bytes = bits.size() * sizeof(uint16_t);
+    void* p = device_malloc(bytes, ("weight '" + w.name + "'").c_str());
+    std::shared_ptr<void> storage(p, [](void* q) { cudaFree(q); });
+    // On our stream (ordered before any use), then waited for: `bits` dies on return. Load time only.
+    if (bytes > 0) CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(p, bits.data(), bytes, cudaMemcpyHostToDevice, stream_));
+    CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    w.data = std::vector<float>();
+    return Tensor(std::move(storage), TensorView{p, rows, cols, dt_});
+  }
+
+  Tensor upload(const float* host, int64_t rows, int64_t cols) override {
+    Tensor staged = empty(rows, cols, DType::kF32);
+    const size_t bytes = static_cast<size_t>(rows * cols) * sizeof(float);
+    if (bytes > 0)
+      CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(staged.view().data, host, bytes, cudaMemcpyHostToDevice, stream_));
+    Tensor t = empty(rows, cols);
+    if (bytes > 0) convert_cuda(t.view().data, dt_, staged.view().data, DType::kF32, rows * cols, stream_);
+    CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the caller may free `host` on return
+    return t;
+  }
+
+  void download(const TensorView& t, float* host) override {
+    if (t.numel() == 0) return;
+    Tensor staged;
+    const void* src = t.data;
+    if (t.dtype != DType::kF32) {
+      staged = empty(t.rows, t.cols, DType::kF32);
+      convert_cuda(staged.view().data, DType::kF32, t.data, t.dtype, t.numel(), stream_);
+      src = staged.view().data;
+    }
+    CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(host, src, static_cast<size_t>(t.numel()) * sizeof(float),
+                                        cudaMemcpyDeviceToHost, stream_));
+    CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  void copy_cols(const TensorView& dst, int64_t dst_col, const TensorView& src, int64_t src_col,
+                 int64_t cols) override {
+    check_view(src, dst.dtype, "copy_cols", "src");
+    CONVEYOR_CHECK(dst.rows == src.rows && cols >= 0 && dst_col >= 0 && src_col >= 0 && dst_col + cols <= dst.cols &&
+                       src_col + cols <= src.cols,
+                   "cuda copy_cols: columns [", src_col, ", +", cols, ") of [", src.rows, ", ", src.cols, "] into [",
+                   dst_col, ", +", cols, ") of [", dst.rows, ", ", dst.cols, "] do not fit");
+    if (cols == 0 || dst.rows == 0) return;
+    const size_t es = dtype_size(dst.dtype);
+    CONVEYOR_CUDA_CHECK(cudaMemcpy2DAsync(static_cast<char*>(dst.data) + dst_col * es, dst.cols * es,
+                                          static_cast<const char*>(src.data) + src_col * es, src.cols * es,
+                                          cols * es, dst.rows, cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  std::unique_ptr<KvCache> make_kv_cache(int first_layer, int num_layers, const PagedKvShape& shape) override {
+    const size_t bytes = KvCache::bytes_needed(num_layers, shape, dt_);
+    void* p = device_malloc(bytes, "the KV cache");
+    std::shared_ptr<void> storage(p, [](void* q) { cudaFree(q); });
+    CONVEYOR_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+    return std::make_unique<KvCache>(first_layer, num_layers, shape, dt_, std::move(storage));
+  }
+
+  void set_batch(const BatchInfo& b) override;
+
+  void embedding(const TensorView& out, const TensorView& table, int vocab_size, int vocab_start) override {
+    CONVEYOR_CHECK(static_cast<int>(batch_.token_ids.size()) == batch_.num_tokens(),
+                   "cuda embedding: the batch carries no token ids");
+    check_shape(out, batch_.num_tokens(), table.cols, dt_, "embedding", "out");
+    check_view(table, dt_, "embedding", "table");
+    CONVEYOR_CHECK(vocab_start >= 0 && vocab_start + table.rows <= vocab_size, "cuda embedding: shard [",
+                   vocab_start, ", ", vocab_start + table.rows, ") is outside the vocabulary of ", vocab_size);
+    embedding_cuda(out.data, table.data, d_ids_, out.rows, out.cols, vocab_start, table.rows, dt_, stream_);
+  }
+
+  void rms_norm(const TensorView& out, const TensorView& x, const TensorView& w, float eps) override {
+    check_shape(x, x.rows, x.cols, dt_, "rms_norm", "x");
+    check_shape(out, x.rows, x.cols, dt_, "rms_norm", "out");
+    check_shape(w, 1, x.cols, dt_, "rms_norm", "weight");
+    rms_norm_cuda(out.data, x.data, w.data, x.rows, x.cols, eps, dt_, stream_);
+  }
+
+  void fused_add_rms_norm(const TensorView& out, const TensorView& x, const TensorView& residual,
+                          const TensorView& w, float eps) override {
+    check_shape(x, x.rows, x.cols, dt_, "fused_add_rms_norm", "x");
+    check_shape(out, x.rows, x.cols, dt_, "fused_add_rms_norm", "out");
+    check_shape(residual, x.rows, x.cols, dt_, "fused_add_rms_norm", "residual");
+    check_shape(w, 1, x.cols, dt_, "fused_add_rms_norm", "weight");
+    fused_add_rms_norm_cuda(out.data, x.data, residual.data, w.data, x.rows, x.cols, eps, dt_, stream_);
+  }
+
+  void linear(const TensorView& out, const TensorView& x, const TensorView& w, const TensorView& bias) override {
+    check_shape(w, out.cols, x.cols, dt_, "linear", "weight");
+    check_shape(x, x.rows, x.cols, dt_, "linear", "x");
+    CONVEYOR_CHECK(out.dtype == dt_ || out.dtype == DType::kF32, "cuda linear: out is ", dtype_name(out.dtype));
+    check_shape(out, x.rows, w.rows, out.dtype, "linear", "out");
+    if (bias.data) check_shape(bias, 1, w.rows, dt_, "linear", "bias");
+    if (x.rows == 0) return;
+    gemm_->run(out.data, out.dtype, x.data, w.data, dt_, bias.data, x.rows, w.rows, x.cols, stream_);
+  }
+
+  void rope(const TensorView& q, const TensorView& k, int n_heads, int n_kv_heads, const RopeParams& p) override;
+
+  void attention(const TensorView& out, const TensorView& q, const TensorView& k, const TensorView& v,
+                 const KvLayerView& cache, const AttentionConfig& cfg) override;
+
+  void silu_mul(const TensorView& out, const TensorView& gate_up) override {
+    CONVEYOR_CHECK(gate_up.cols % 2 == 0, "cuda silu_mul: gate_up has an odd width ", gate_up.cols);
+    check_shape(gate_up, gate_up.rows, gate_up.cols, dt_, "silu_mul", "gate_up");
+    check_shape(out, gate_up.rows, gate_up.cols / 2, dt_, "silu_mul", "out");
+    if (out.rows == 0) return;
+    silu_mul_cuda(out.data, gate_up.data, out.rows, out.cols, dt_, stream_);
+  }
+
+  void add(const TensorView& out, const TensorView& a, const TensorView& b) override {
+    check_shape(out, out.rows, out.cols, dt_, "add", "out");
+    check_shape(a, out.rows, out.cols, dt_, "add", "a");
+    check_shape(b, out.rows, out.cols, dt_, "add", "b");
+    add_cuda(out.data, a.data, b.data, out.numel(), dt_, stream_);
+  }
+
+  void gather_logit_rows(const TensorView& out, const TensorView& x) override {
+    check_shape(out, static_cast<int64_t>(batch_.logit_rows.size()), x.cols, dt_, "gather_logit_rows", "out");
+    check_view(x, dt_, "gather_logit_rows", "x");
+    for (int32_t r : batch_.logit_rows)
+      CONVEYOR_CHECK(r >= 0 && r < x.rows, "cuda gather_logit_rows: row ", r, " outside [0, ", x.rows, ")");
+    if (out.rows == 0) return;
+    gather_rows_cuda(out.data, x.data, d_logit_rows_, out.rows, out.cols, dt_, stream_);
+  }
+
+ private:
+  const float* inv_freq_for_rope(const RopeParams& p);
+  const float* dynamic_inv_freq(const RopeTable& table, int half);
+
+  int device_;
+  DType dt_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<GemmRunner> gemm_;
+  std::shared_ptr<DevicePool> pool_;
+
+  // The step's metadata on the device (one buffer, carved up in set_batch).
+  PinnedRing staging_;
+  GrowingBuffer meta_;
+  const int32_t* d_ids_ = nullptr;
+  const int32_t* d_logit_rows_ = nullptr;
+  AttentionBatchCuda ab_;
+  GrowingBuffer workspace_;
+
+  // Rope: the host table and its static inv_freq on the device; per-sequence dynamic ones per step.
+  std::unique_ptr<RopeTable> rope_;
+  RopeParams rope_params_;
+  GrowingBuffer rope_static_;
+  PinnedRing rope_staging_;
+  GrowingBuffer rope_dynamic_;
+  bool dynamic_ready_ = false;  // rope_dynamic_ holds this step's per-sequence inv_freq
+};
+
+void CudaOps::set_batch(const BatchInfo& b) {
+  CONVEYOR_CHECK(b.query_start.size() >= 1 && b.query_start.back() == b.num_tokens(),
+                 "cuda set_batch: query_start must end at the token count ", b.num_tokens());
+  CONVEYOR_CHECK(b.token_ids.empty() || static_cast<int>(b.token_ids.size()) == b.num_tokens(),
+                 "cuda set_batch: ", b.token_ids.size(), " token ids for ", b.num_tokens(), " positions");
+  CONVEYOR_CHECK(static_cast<int>(b.rope_seq_len.size()) == b.num_seqs() &&
+                     b.block_tables.size() == static_cast<size_t>(b.num_seqs()) * b.max_blocks,
+                 "cuda set_batch: per-sequence arrays do not match ", b.num_seqs(), " sequences");
+  batch_ = b;
+  dynamic_ready_ = false;
+  // Layout (int32): ids | positions | query_start | block_tables | logit_rows.
+  const std::vector<int32_t>* parts[] = {&b.token_ids, &b.positions, &b.query_start, &b.block_tables, &b.logit_rows};
+  size_t total = 0;
+  for (const auto* v : parts) total += v->size();
+  const size_t bytes = total * sizeof(int32_t);
+  auto* host = static_cast<int32_t*>(staging_.acquire(bytes));
+  auto* dev = static_cast<int32_t*>(meta_.reserve(bytes, stream_));
+  const int32_t* at[5];
+  size_t off = 0;
+  for (int i = 0; i < 5; ++i) {
+    std::memcpy(host + off, parts[i]->data(), parts[i]->size() * sizeof(int32_t));
+    at[i] = parts[i]->empty() ? nullptr : dev + off;
+    off += parts[i]->size();
+  }
+  staging_.copy_to_device(dev, bytes, stream_);
+  d_ids_ = at[0];
+  d_logit_rows_ = at[4];
+  ab_ = AttentionBatchCuda{};
+  ab_.num_seqs = b.num_seqs();
+  ab_.num_tokens = b.num_tokens();
+  ab_.positions = at[1];
+  ab_.query_start = at[2];
+  ab_.block_tables = at[3];
+  ab_.max_blocks_per_seq = b.max_blocks;
+  for (int s = 0; s < b.num_seqs(); ++s) {
+    ab_.max_query_len = std::max(ab_.max_query_len, b.query_start[s + 1] - b.query_start[s]);
+    ab_.max_context_len = std::max(ab_.max_context_len, b.rope_seq_len[s]);
+  }
+}
+
+const float* CudaOps::inv_freq_for_rope(const RopeParams& p) {
+  if (!rope_ || !same_rope(p, rope_params_)) {
+    rope_ = std::make_unique<RopeTable>(p.head_dim, p.theta, to_kernel_scaling(p), p.max_position_embeddings);
+    rope_params_ = p;
+    const std::vector<float>& f = rope_->static_inv_freq();
+    void* d = rope_static_.reserve(f.size() * sizeof(float), stream_);
+    void* h = rope_staging_.acquire(f.size() * sizeof(float));
+    std::memcpy(h, f.data(), f.size() * sizeof(float));
+    rope_staging_.copy_to_device(d, f.size() * sizeof(float), stream_);
+    dynamic_ready_ = false;
+  }
+  return static_cast<const float*>(rope_static_.data());
+}
+
+// [num_seqs, half] inv_freq, row s for rope_seq_len[s] (uploaded once per step).
+const float* CudaOps::dynamic_inv_freq(const RopeTable& table, int half) {
+  const size_t bytes = static_cast<size_t>(batch_.num_seqs()) * half * sizeof(float);
+  if (!dynamic_ready_) {
+    auto* h = static_cast<float*>(rope_staging_.acquire(bytes));
+    for (int s = 0; s < batch_.num_seqs(); ++s) table.inv_freq_for(batch_.rope_seq_len[s], h + static_cast<size_t>(s) * half);
+    rope_staging_.copy_to_device(rope_dynamic_.reserve(bytes, stream_), bytes, stream_);
+    dynamic_ready_ = true;
+  }
+  return static_cast<const float*>(rope_dynamic_.data());
+}
+
+void CudaOps::rope(const TensorView& q, const TensorView& k, int n_heads, int n_kv_heads, const RopeParams& p) {
+  const int tokens = batch_.num_tokens();
+  check_shape(q, tokens, static_cast<int64_t>(n_heads) * p.head_dim, dt_, "rope", "q");
+  check_shape(k, tokens, static_cast<int64_t>(n_kv_heads) * p.head_dim, dt_, "rope", "k");
+  const float* freq = inv_freq_for_rope(p);
+  bool scaled = false;  // dynamic NTK changes nothing until a sequence passes max_position_embeddings
+  if (rope_->is_dynamic())
+    for (int32_t len : batch_.rope_seq_len) scaled = scaled || len > p.max_position_embeddings;
+  if (!scaled) {
+    rope_cuda(q.data, k.data, ab_.positions, freq, tokens, n_heads, n_kv_heads, p.head_dim, dt_, stream_);
+    return;
+  }
+  // Each sequence rotates with its own seq_len, as cpu_ops.cpp does.
+  const int half = p.head_dim / 2;
+  const float* per_seq = dynamic_inv_freq(*rope_, half);
+  const size_t es = dtype_size(dt_);
+  for (int s = 0; s < batch_.num_seqs(); ++s) {
+    const int begin = batch_.query_start[s];
+    const int n = batch_.query_start[s + 1] - begin;
+    if (n == 0) continue;
+    rope_cuda(static_cast<char*>(q.data) + static_cast<size_t>(begin) * q.cols * es,
+              static_cast<char*>(k.data) + static_cast<size_t>(begin) * k.cols * es, ab_.positions + begin,
+              per_seq + static_cast<size_t>(s) * half, n, n_heads, n_kv_heads, p.head_dim, dt_, stream_);
+  }
+}
+
+void CudaOps::attention(const TensorView& out, const TensorView& q, const TensorView& k, const TensorView& v,
+                        const KvLayerView& cache, const AttentionConfig& cfg) {
+  const int tokens = batch_.num_tokens();
+  check_shape(q, tokens, static_cast<int64_t>(cfg.n_heads) * cfg.head_dim, dt_, "attention", "q");
+  check_shape(out, tokens, q.cols, dt_, "attention", "out");
+  check_shape(k, tokens, static_cast<int64_t>(cfg.n_kv_heads) * cfg.head_dim, dt_, "attention", "k");
+  check_shape(v, tokens, k.cols, dt_, "attention", "v");
+  CONVEYOR_CHECK(cache.dtype == dt_ && cache.k && cache.v, "cuda attention: the KV cache is ", dtype_name(cache.dtype),
+                 ", expected ", dtype_name(dt_), " device memory");
+  CONVEYOR_CHECK(cache.shape.n_kv_heads == cfg.n_kv_heads && cache.shape.head_dim == cfg.head_dim,
+                 "cuda attention: the KV cache holds ", cache.shape.n_kv_heads, " heads of ", cache.shape.head_dim,
+                 ", the layer has ", cfg.n_kv_heads, " of ", cfg.head_dim);
+  for (int32_t id : batch_.block_tables)
+    CONVEYOR_CHECK(id < cache.shape.num_blocks, "cuda attention: block ", id, " outside the pool of ",
+                   cache.shape.num_blocks);
+  if (tokens == 0) return;
+  write_kv_cache_cuda(cache.k, cache.v, k.data, v.data, ab_, cache.shape, dt_, stream_);
+  AttentionParams ap;
+  ap.n_heads = cfg.n_heads;
+  ap.scale = cfg.scale;
+  ap.sliding_window = cfg.sliding_window;
+  const size_t ws = paged_attention_workspace_bytes(tokens, cfg.n_heads, cfg.head_dim, ab_.max_context_len);
+  void* workspace = ws > 0 ? workspace_.reserve(ws, stream_) : nullptr;
+  paged_attention_cuda(out.data, q.data, cache.k, cache.v, ab_, cache.shape, ap, workspace, dt_, stream_);
+}
+
+}  // namespace
+
+std::unique_ptr<Ops> make_cuda_ops(int device, DType dt) { return std::make_unique<CudaOps>(device, dt); }
+
+size_t cuda_kv_budget_bytes(int device, double utilization, size_t reserved) {
+  CONVEYOR_CUDA_CHECK(cudaSetDevice(device));
+  size_t free_b = 0, total_b = 0;
+  CONVEYOR_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  const double allowed = utilization * static_cast<double>(total_b);
+  const double used = static_cast<double>(total_b - free_b) + static_cast<double>(reserved);
+  return allowed > used ? static_cast<size_t>(allowed - used) : 0;
+}
+
+}  // namespace conveyor

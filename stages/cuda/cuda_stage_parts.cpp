@@ -1,0 +1,81 @@
+// make_cuda_stage_parts (see cuda_stage_parts.h). The KV budget is gpu_memory_utilization x total memory
+// minus what is in use once the ops exist (CUDA context, NCCL buffers), minus what is still to come:
+// the weights (uploaded by the stage right after), activations of the largest step, the LM head's
+// logits and the sampler's buffers, and a fixed margin for library workspaces.
+#include "stages/cuda/cuda_stage_parts.h"
+
+#include <algorithm>
+
+#include "runtime/error.h"
+#include "runtime/kv_cache.h"
+#include "runtime/strings.h"
+#include "stages/architecture.h"
+#include "stages/cuda/cuda_ops.h"
+#include "stages/cuda/cuda_stage_sampler.h"
+
+namespace conveyor {
+namespace {
+
+constexpr int kMaxSamplerRows = 256;          // rows per CudaSampler launch (bigger plans loop)
+constexpr size_t kFixedMargin = size_t{1} << 30;  // cuBLASLt, attention workspace, fragmentation
+
+size_t reserved_bytes(const Config& cfg, const ModelSpec& spec, const WeightShare& share, const WeightSet& weights,
+                      bool samples, size_t elem) {
+  size_t weight_bytes = 0;
+  for (const auto& [name, t] : weights.tensors) weight_bytes += t.data.size() * elem;
+  const ModelTraits traits = model_traits(spec, share.tp_size);
+  const size_t tokens = static_cast<size_t>(cfg.get_int("scheduler.max_num_batched_tokens"));
+  const size_t q_cols = static_cast<size_t>(traits.attention.n_heads) * traits.attention.head_dim;
+  const size_t kv_cols = static_cast<size_t>(traits.attention.n_kv_heads) * traits.attention.head_dim;
+  // Live at once inside a layer: residual, normed input, q, k, v, attention out, o/down out,
+  // gate_up and the activation; x2 for the pool's size classes and blocks cached from other shapes.
+  const size_t per_token = 4 * static_cast<size_t>(traits.hidden) + 2 * q_cols + 2 * kv_cols +
+                           3 * static_cast<size_t>(traits.intermediate_local);
+  const size_t activations = 2 * tokens * per_token * elem;
+  const size_t rows = static_cast<size_t>(cfg.get_int("scheduler.max_num_seqs"));
+  const size_t vocab = static_cast<size_t>(spec.vocab);
+  const size_t logits = share.lm_head ? rows * vocab * sizeof(float) * (3 + static_cast<size_t>(share.tp_size)) : 0;
+  // CudaSampler: processed logits, two key and two id buffers, and CUB's temporary space.
+  const size_t sampler = samples ? std::min<size_t>(rows, kMaxSamplerRows) * vocab * 28 : 0;
+  return weight_bytes + activations + logits + sampler + kFixedMargin;
+}
+
+}  // namespace
+
+DType cuda_model_dtype(const std::string& d) {
+  if (d == "auto" || d == "bfloat16" || d == "bf16") return DType::kBF16;
+  if (d == "float16" || d == "fp16" || d == "half") return DType::kF16;
+  CONVEYOR_THROW("model.dtype = ", d, " is not supported on the CUDA backend (its GEMM and attention kernels take "
+                 "16-bit inputs); use bfloat16 or float16, or --set runtime.backend=cpu for fp32");
+}
+
+CudaStageParts make_cuda_stage_parts(const Config& cfg, const ModelSpec& spec, const WeightShare& share,
+                                     const WeightSet& weights, const PagedKvShape& kv, bool samples, int device) {
+  const DType dt = cuda_model_dtype(cfg.get_string("model.dtype"));
+  const std::string kv_dtype = cfg.get_string("cache.kv_cache_dtype");
+  CONVEYOR_CHECK(kv_dtype == "auto" || cuda_model_dtype(kv_dtype) == dt, "cache.kv_cache_dtype = ", kv_dtype,
+                 " differs from the model dtype ", dtype_name(dt),
+                 "; the CUDA attention kernels keep the KV cache in the model dtype: use auto");
+  CudaStageParts parts;
+  parts.ops = make_cuda_ops(device, dt);
+  if (samples) {
+    const int rows = static_cast<int>(std::min<long long>(cfg.get_int("scheduler.max_num_seqs"), kMaxSamplerRows));
+    parts.sampler = make_cuda_stage_sampler(parts.ops->stream(), spec.vocab, rows);
+  }
+  parts.kv_blocks = cfg.get_int("cache.num_blocks");
+  if (parts.kv_blocks > 0) return parts;
+  const size_t elem = dtype_size(dt);
+  const double util = cfg.get_float("cache.gpu_memory_utilization");
+  const size_t reserved = reserved_bytes(cfg, spec, share, weights, samples, elem);
+  const size_t budget = cuda_kv_budget_bytes(device, util, reserved);
+  const int layers = static_cast<int>(share.last_layer - share.first_layer);
+  parts.kv_blocks = KvCache::blocks_that_fit(budget, layers, kv.block_size, kv.n_kv_heads, kv.head_dim, elem);
+  CONVEYOR_CHECK(parts.kv_blocks > 0, "GPU ", device, ": cache.gpu_memory_utilization = ", util,
+                 " leaves no room for a KV block of ", kv.block_size, " tokens for ", share.describe(), " after ",
+                 format_bytes(static_cast<double>(reserved)),
+                 " reserved for weights, activations and sampling; raise it, lower scheduler.max_num_batched_tokens"
+                 " or scheduler.max_num_seqs, or use more GPUs");
+  return parts;
+}
+
+}  // namespace conveyor

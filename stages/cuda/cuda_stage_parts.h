@@ -1,0 +1,31 @@
+// What a pipeline stage needs from the CUDA backend, built in one place for make_pipeline_stage: the
+// ops (dtype from model.dtype), the sampler on the sampling rank, and the KV blocks this GPU can hold
+// (before the minimum over ranks is agreed).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/config.h"
+#include "runtime/model_spec.h"
+#include "runtime/weight_loader.h"
+#include "stages/backend.h"
+#include "stages/plan_sampler.h"
+
+namespace conveyor {
+
+// model.dtype on the CUDA backend: auto / bfloat16 / bf16 -> kBF16; float16 / fp16 / half -> kF16;
+// float32 is refused (the GEMM and attention kernels take 16-bit inputs).
+DType cuda_model_dtype(const std::string& model_dtype);
+
+struct CudaStageParts {
+  std::unique_ptr<Ops> ops;
+  std::unique_ptr<StageSampler> sampler;  // null unless `samples`
+  long long kv_blocks = 0;                // cache.num_blocks, or what gpu_memory_utilization leaves
+};
+
+// weights: this rank's share, not yet uploaded (their size is reserved before the KV budget).
+CudaStageParts make_cuda_stage_parts(const Config& cfg, const ModelSpec& spec, const WeightShare& share,
+                                     const WeightSet& weights, const PagedKvShape& kv, bool samples, int device);
+
+}  // namespace conveyor

@@ -1,0 +1,18 @@
+// The last stage's sampler on the CUDA backend: CudaSampler over the LM head's device logits, with the
+// per-sequence state (seed, parameters, prompt ids, outputs) kept by a PlanSampler exactly as on the
+// CPU, so the plan's new_seqs / retired / eos_ids drive both and the tokens are the CPU's. Only the
+// sampled tokens cross the bus; sample() is the step's one host synchronisation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "stages/plan_sampler.h"
+
+namespace conveyor {
+
+// stream: the ops' stream (Ops::stream()); max_rows: rows sampled per launch (a plan with more
+// logits rows is sampled in several launches).
+std::unique_ptr<StageSampler> make_cuda_stage_sampler(void* stream, int64_t vocab, int max_rows);
+
+}  // namespace conveyor

@@ -1,0 +1,75 @@
+// The tie rule of the GPU model tests. bf16/f16 logits differ from the fp32 reference by ~1% of their
+// size, so where the reference's top-2 logits are that close the GPU may pick the other token, and
+// from there on the sequences legitimately differ. Rule: tokens must equal the reference's up to the
+// first difference; a difference at step i is accepted (and printed) only when the REFERENCE logits
+// at step i (teacher-forced on the reference tokens, as golden_test.cpp's greedy is) have
+// top1 - top2 <= kTieFraction * max(1, max |logit|); after it that sequence is not compared further.
+// Any other difference fails. Greedy ties pick the lowest id on both sides (argmax_ref).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace conveyor::testing {
+
+constexpr float kTieFraction = 0.03f;
+
+inline float top2_gap(const std::vector<float>& logits) {
+  float a = -INFINITY, b = -INFINITY;
+  for (float x : logits) {
+    if (x > a) {
+      b = a;
+      a = x;
+    } else if (x > b) {
+      b = x;
+    }
+  }
+  return a - b;
+}
+
+inline float tie_threshold(const std::vector<float>& logits) {
+  float m = 1.f;
+  for (float x : logits) m = std::max(m, std::fabs(x));
+  return kTieFraction * m;
+}
+
+struct TieCheck {
+  std::string error;    // "" when the rule holds
+  size_t matched = 0;   // tokens equal before the first (accepted) difference
+  bool diverged = false;
+};
+
+// want: the reference tokens; ref_logits(i): the reference logits that chose want[i].
+inline TieCheck check_with_ties(const std::string& what, const std::vector<int32_t>& got,
+                                const std::vector<int32_t>& want,
+                                const std::function<std::vector<float>(size_t)>& ref_logits) {
+  TieCheck c;
+  const size_t n = std::min(got.size(), want.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (got[i] == want[i]) {
+      ++c.matched;
+      continue;
+    }
+    const std::vector<float> ref = ref_logits(i);
+    const float gap = top2_gap(ref), limit = tie_threshold(ref);
+    if (gap > limit) {
+      c.error = what + ": token " + std::to_string(i) + " is " + std::to_string(got[i]) + ", reference " +
+                std::to_string(want[i]) + " with a top-2 gap of " + std::to_string(gap) + " > tie limit " +
+                std::to_string(limit);
+      return c;
+    }
+    std::printf("[tie] %s: step %zu picks %d instead of %d (reference top-2 gap %.5f <= %.5f); not compared further\n",
+                what.c_str(), i, got[i], want[i], gap, limit);
+    c.diverged = true;
+    return c;
+  }
+  if (got.size() != want.size())
+    c.error = what + ": " + std::to_string(got.size()) + " tokens, reference has " + std::to_string(want.size());
+  return c;
+}
+
+}  // namespace conveyor::testing
