@@ -47,7 +47,7 @@ nlohmann::json sampling_defaults_json(const Config& cfg) {
 }
 
 // Token ids of one request's prompt; throws an Error naming the problem (it becomes an error line).
-std::vector<int32_t> prompt_of(const BatchRequest& r, const Engine& engine, const ChatTemplateChoice& chat) {
+std::vector<int32_t> prompt_of(const BatchRequest& r, const Generator& engine, const ChatTemplateChoice& chat) {
   if (r.endpoint == Endpoint::kCompletions) return r.prompt_is_ids() ? r.prompt_ids : engine.encode(r.prompt_text);
   CONVEYOR_CHECK(chat.chosen.has_value(), "chat request, but no chat template: ", chat.why_none);
   const Tokenizer* tok = engine.tokenizer();
@@ -157,7 +157,7 @@ BatchJob::BatchJob(const Config& cfg, BatchJobOptions options)
 
 BatchJob::~BatchJob() = default;
 
-int BatchJob::run(Engine& engine) {
+int BatchJob::run(Generator& engine) {
   BatchOutputWriter& writer = *writer_;
   ChatTemplateChoice chat = choose_chat_template(opt_.chat_template_name, opt_.model_chat_template);
   install_stop_handlers();
@@ -223,7 +223,7 @@ int BatchJob::run(Engine& engine) {
     progress.update(snap, snap.elapsed_s);
   }
   stats_.elapsed_s = snap.elapsed_s = elapsed();
-  stats_.preemptions = engine.scheduler_stats().preemptions;
+  stats_.preemptions = engine.preemptions();
   snap.done = stats_.done;
   progress.finish(snap);
   writer.close();

@@ -44,7 +44,7 @@ class BatchJob {
   BatchJob(const Config& cfg, BatchJobOptions options);
   ~BatchJob();
   // Runs every pending request; returns 0, or kExitInterrupted after a stop signal.
-  int run(Engine& engine);
+  int run(Generator& engine);
   const BatchJobStats& stats() const { return stats_; }
 
  private:

@@ -15,6 +15,7 @@
 #include "launch/batch_job.h"
 #include "launch/command.h"
 #include "launch/pipeline_session.h"
+#include "launch/replicas.h"
 #include "runtime/config_cli.h"
 #include "runtime/engine.h"
 #include "runtime/error.h"
@@ -200,7 +201,7 @@ int run_generate_command(const Args& args, int* argc, char*** argv) {
 
   PipelineSession session(cfg, argc, argv);
   std::unique_ptr<BatchJob> batch;
-  if (session.is_leader() && vm.count("input")) batch = open_batch_job(cfg, vm, model_path);
+  if (session.rank() == 0 && vm.count("input")) batch = open_batch_job(cfg, vm, model_path);
   session.start(cfg, spec);
   const std::string trace = cfg.get_string("logging.trace");
   const std::string summary = cfg.get_string("io.summary");
@@ -213,18 +214,26 @@ int run_generate_command(const Args& args, int* argc, char*** argv) {
   std::unique_ptr<Tokenizer> tok =
       model_path.empty() ? nullptr : load_tokenizer(model_path, cfg.get_string("model.tokenizer"), spec);
   Engine engine(session.make_runner(), std::move(tok), EngineOptions::from_config(cfg));
-  const int status = batch ? batch->run(engine) : run_prompt(vm, engine, params);
+  int status = 0;
+  if (session.rank() != 0) {
+    serve_replica(engine, session.leaders());  // the leader of another data-parallel replica
+  } else {
+    std::unique_ptr<ReplicaRouter> router;
+    if (session.replicas() > 1) router = std::make_unique<ReplicaRouter>(engine, session.leaders());
+    Generator& gen = router ? static_cast<Generator&>(*router) : engine;
+    status = batch ? batch->run(gen) : run_prompt(vm, engine, params);
+    gen.shutdown();
+  }
   // The other ranks stop serving, then every rank joins the timeline gather.
   engine.shutdown();
   const std::optional<PipelineUsage> usage = session.finish(trace);
   if (usage && (session.world().world_size() > 1 || !trace.empty())) std::cerr << format_usage(*usage);
   if (!trace.empty()) std::cerr << "trace written to " << trace << "\n";
-  if (!summary.empty()) {
+  if (!summary.empty() && session.rank() == 0) {
     CONVEYOR_CHECK(batch, "--summary applies to a batch job (--input)");
     write_summary(summary, batch_summary_json(batch->stats(), usage ? usage->to_json() : nlohmann::json()));
   }
   return status;
 }
-
 
 }  // namespace conveyor

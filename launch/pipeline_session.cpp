@@ -29,8 +29,6 @@ PipelineSession::PipelineSession(const Config& cfg, int* argc, char*** argv) : m
   init_logging(mpi_.rank(), cfg.get_string("logging.level"));
   cfg.check_world_size(mpi_.size());
   world_ = std::make_unique<WorldConfig>(layout_of(cfg), mpi_.rank());
-  CONVEYOR_CHECK(world_->layout().data == 1, "data parallelism (parallel.data = ", world_->layout().data,
-                 ") is not supported by generate yet; run one job per replica (e.g. split the input file)");
 }
 
 void PipelineSession::start(const Config& cfg, const ModelSpec& spec) {
@@ -42,6 +40,7 @@ void PipelineSession::start(const Config& cfg, const ModelSpec& spec) {
   device_ = make_device(backend, mpi_.local_rank());
   groups_ = make_process_groups(*world_, backend);
   parts_ = make_pipeline_stage(cfg, spec, *world_, *groups_, backend, std::max(0, device_->info().index));
+  CONVEYOR_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, is_leader() ? 0 : MPI_UNDEFINED, world_->data_rank(), &leaders_));
   if (world_->world_size() > 1) {
     Watchdog::Options opt;
     opt.deadline_s = cfg.get_float("runtime.watchdog_timeout");
@@ -65,6 +64,7 @@ PipelineSession::~PipelineSession() {
     return;
   }
   watchdog_.reset();
+  if (leaders_ != MPI_COMM_NULL) MPI_Comm_free(&leaders_);
   parts_.stage.reset();
   parts_.control.clear();
   groups_.reset();

@@ -30,7 +30,10 @@ class PipelineSession {
   void start(const Config& cfg, const ModelSpec& spec);
   ~PipelineSession();
 
-  bool is_leader() const { return world_->is_leader(); }
+  bool is_leader() const { return world_->is_leader(); }  // of its replica
+  int replicas() const { return world_->layout().data; }
+  // The leaders of all replicas (rank = replica); MPI_COMM_NULL on other ranks. Made by start().
+  MPI_Comm leaders() const { return leaders_; }
   int rank() const { return mpi_.rank(); }
   const WorldConfig& world() const { return *world_; }
   // Leader: the Engine's runner (it refers to this session, which must outlive it).
@@ -48,6 +51,7 @@ class PipelineSession {
   std::unique_ptr<ProcessGroups> groups_;
   PipelineParts parts_;
   std::unique_ptr<Watchdog> watchdog_;
+  MPI_Comm leaders_ = MPI_COMM_NULL;
 };
 
 // One line per stage: "stage 1: busy 71.2%, send 0.4%, bubble 28.4% (compute 1.20 s of 1.69 s)".

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/config.h"
 #include "runtime/error.h"
 
@@ -213,6 +215,44 @@ std::vector<CompletionOutput> Engine::generate(std::vector<Request> requests) {
   std::vector<CompletionOutput> outputs;
   for (int64_t id : order) outputs.push_back(std::move(done.at(id)));
   return outputs;
+}
+
+nlohmann::json completion_to_json(const CompletionOutput& out) {
+  nlohmann::json lps = nlohmann::json::array();
+  for (const TokenLogprobs& lp : out.logprobs) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const TokenLogprob& t : lp.top) top.push_back({t.token, t.logprob});
+    lps.push_back({{"token", lp.token}, {"logprob", lp.logprob}, {"rank", lp.rank}, {"top", top}});
+  }
+  nlohmann::json j = {{"request_id", out.request_id},   {"text", out.text},
+                      {"token_ids", out.token_ids},     {"finish_reason", out.finish_reason},
+                      {"prompt_tokens", out.prompt_tokens}, {"completion_tokens", out.completion_tokens},
+                      {"logprobs", lps},                {"error", out.error},
+                      {"ttft_s", out.ttft_s},           {"tpot_s", out.tpot_s}};
+  if (out.stop_string) j["stop_string"] = *out.stop_string;
+  if (out.stop_token) j["stop_token"] = *out.stop_token;
+  return j;
+}
+
+CompletionOutput completion_from_json(const nlohmann::json& j) {
+  CompletionOutput out;
+  out.request_id = j.at("request_id").get<int64_t>();
+  out.text = j.at("text").get<std::string>();
+  out.token_ids = j.at("token_ids").get<std::vector<int32_t>>();
+  out.finish_reason = j.at("finish_reason").get<std::string>();
+  out.prompt_tokens = j.at("prompt_tokens").get<int64_t>();
+  out.completion_tokens = j.at("completion_tokens").get<int64_t>();
+  out.error = j.at("error").get<std::string>();
+  out.ttft_s = j.at("ttft_s").get<double>();
+  out.tpot_s = j.at("tpot_s").get<double>();
+  if (j.contains("stop_string")) out.stop_string = j["stop_string"].get<std::string>();
+  if (j.contains("stop_token")) out.stop_token = j["stop_token"].get<int32_t>();
+  for (const auto& lp : j.at("logprobs")) {
+    TokenLogprobs t{lp.at("token").get<int32_t>(), lp.at("logprob").get<float>(), lp.at("rank").get<int64_t>(), {}};
+    for (const auto& a : lp.at("top")) t.top.push_back({a.at(0).get<int32_t>(), a.at(1).get<float>()});
+    out.logprobs.push_back(std::move(t));
+  }
+  return out;
 }
 
 }  // namespace conveyor

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "runtime/request.h"
 #include "runtime/sampler.h"
 #include "runtime/scheduler.h"
@@ -62,21 +64,39 @@ struct CompletionOutput {
 // concatenation of all pieces of a request equals its final text.
 using StreamCallback = std::function<void(int64_t request_id, const std::string& delta)>;
 
-class Engine {
+// What a batch job or a prompt drives: one Engine, or several replicas behind a router
+// (launch/replicas.h). Requests go in, finished outputs come out of step().
+class Generator {
+ public:
+  virtual ~Generator() = default;
+  virtual void add_request(Request request) = 0;
+  virtual std::vector<CompletionOutput> step() = 0;
+  virtual bool has_unfinished() const = 0;
+  virtual const Tokenizer* tokenizer() const = 0;
+  virtual std::vector<int32_t> encode(const std::string& text) const = 0;
+  virtual int64_t preemptions() const = 0;
+  virtual void shutdown() = 0;
+};
+
+// Outputs as JSON and back, for replicas that send them to the job's rank.
+nlohmann::json completion_to_json(const CompletionOutput& out);
+CompletionOutput completion_from_json(const nlohmann::json& j);
+
+class Engine final : public Generator {
  public:
   // tokenizer may be null: prompts are then token ids, outputs carry no text and stop strings are refused.
   Engine(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Tokenizer> tokenizer, EngineOptions options);
   ~Engine();
 
   // Validates and queues a request (throws conveyor::Error naming it when invalid).
-  void add_request(Request request);
+  void add_request(Request request) override;
   // Text prompt -> ids with the tokenizer (BOS as the tokenizer asks); throws when there is none.
-  std::vector<int32_t> encode(const std::string& text) const;
+  std::vector<int32_t> encode(const std::string& text) const override;
 
   // Fills the runner with plans (up to its max_in_flight micro-batches), then takes the oldest plan's
   // sampled tokens through stop checks. Returns the requests that finished (or failed).
-  std::vector<CompletionOutput> step();
-  bool has_unfinished() const { return !states_.empty(); }
+  std::vector<CompletionOutput> step() override;
+  bool has_unfinished() const override { return !states_.empty(); }
   // Runs the requests to completion; outputs in the order of `requests`.
   std::vector<CompletionOutput> generate(std::vector<Request> requests);
 
@@ -84,14 +104,15 @@ class Engine {
   const SchedulerStats& scheduler_stats() const { return scheduler_.stats(); }
   const Scheduler& scheduler() const { return scheduler_; }
   const ModelRunner& runner() const { return *runner_; }
-  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  const Tokenizer* tokenizer() const override { return tokenizer_.get(); }
+  int64_t preemptions() const override { return scheduler_.stats().preemptions; }
   int64_t max_model_len() const { return max_model_len_; }
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
   int plans_in_flight() const { return static_cast<int>(in_flight_.size()); }
   // Waits for the plans still in flight (their tokens are dropped: the requests stay unfinished, a
   // resumed job redoes them), then tells the runner the run is over (the pipeline's other ranks
   // stop). Called by the destructor too; idempotent.
-  void shutdown();
+  void shutdown() override;
 
  private:
   struct RequestState;

@@ -217,6 +217,27 @@ SamplingParams SamplingParams::from_json(const nlohmann::json& body, const Sampl
   return p;
 }
 
+nlohmann::json SamplingParams::to_json() const {
+  json j = {{"n", n},
+            {"temperature", temperature},
+            {"top_p", top_p},
+            {"top_k", top_k},
+            {"min_p", min_p},
+            {"repetition_penalty", repetition_penalty},
+            {"presence_penalty", presence_penalty},
+            {"frequency_penalty", frequency_penalty},
+            {"max_tokens", max_tokens},
+            {"min_tokens", min_tokens},
+            {"stop", stop},
+            {"stop_token_ids", stop_token_ids},
+            {"ignore_eos", ignore_eos},
+            {"include_stop_str_in_output", include_stop_str_in_output},
+            {"skip_special_tokens", skip_special_tokens}};
+  if (seed) j["seed"] = *seed;
+  if (logprobs) j["logprobs"] = *logprobs;
+  return j;
+}
+
 SamplingParams SamplingParams::from_config(const Config& config) {
   SamplingParams p;
   p.temperature = config.get_float("sampling.temperature");

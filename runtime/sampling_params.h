@@ -57,6 +57,8 @@ struct SamplingParams {
   // keep their default, unknown fields are ignored (the body carries prompt, model, ...). A field of
   // the wrong type is an error naming it; the result is validated.
   static SamplingParams from_json(const nlohmann::json& body, const SamplingParams& defaults);
+  // The request-body form of every field (from_json(to_json(), {}) gives the same parameters back).
+  nlohmann::json to_json() const;
 
   // Defaults from the config's sampling.* keys; an invalid combination names the key and its origin.
   static SamplingParams from_config(const Config& config);
