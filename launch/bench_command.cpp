@@ -344,11 +344,12 @@ void add_details(json& out, const Details& d) {
 }  // namespace
 
 int run_bench_command(const Args& args, int* argc, char*** argv) {
-  po::options_description desc = make_options();
-  desc.add_options()("mode", po::value<std::string>(), "throughput or latency");
+  const po::options_description desc = make_options();
+  po::options_description all;  // plus the positional mode, which --help does not list as an option
+  all.add(desc).add_options()("mode", po::value<std::string>(), "throughput or latency");
   po::positional_options_description positional;
   positional.add("mode", 1);
-  const po::variables_map vm = parse_command_line(args, desc, &positional);
+  const po::variables_map vm = parse_command_line(args, all, &positional);
   if (vm.count("help") || !vm.count("mode")) {
     std::cout << "usage: conveyor bench throughput --input-len N --output-len M [--num-prompts P] "
                  "[--random-range-ratio R] [--output-json F] [config options]\n"
