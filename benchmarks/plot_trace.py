@@ -5,7 +5,7 @@ Gaps between spans are the bubbles (nothing to do while other stages work). The 
 run's per-stage usage (busy / send / bubble %) that conveyor computed from the same spans.
 
     mpirun -np 2 conveyor generate ... -pp 2 --trace t.json
-    python3 benchmarks/plot_trace.py t.json -o t.png [--from-ms 100 --to-ms 160]
+    python3 benchmarks/plot_trace.py t.json -o t.png [--from-ms 100 --to-ms 160 | --middle-ms 50]
 """
 import argparse
 import json
@@ -46,6 +46,7 @@ def main():
     ap.add_argument("-o", "--output", help="PNG path (default: the trace path with .png)")
     ap.add_argument("--from-ms", type=float, help="start of the window to draw")
     ap.add_argument("--to-ms", type=float, help="end of the window to draw")
+    ap.add_argument("--middle-ms", type=float, help="draw only this many ms around the middle (steady state)")
     ap.add_argument("--title", default="conveyor pipeline timeline")
     args = ap.parse_args()
     names, spans, usage = load(args.trace)
@@ -54,6 +55,9 @@ def main():
     ranks = sorted(spans)
     fig, ax = plt.subplots(figsize=(14, 1.0 + 0.6 * len(ranks)))
     lo, hi = args.from_ms, args.to_ms
+    if args.middle_ms:
+        end = max(b + d for v in spans.values() for b, d, _ in v)
+        lo, hi = end / 2 - args.middle_ms / 2, end / 2 + args.middle_ms / 2
     for row, rank in enumerate(ranks):
         by_phase = {}
         for begin, dur, phase in spans[rank]:
