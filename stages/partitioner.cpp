@@ -13,13 +13,13 @@
 
 namespace conveyor {
 
-namespace {
-
 double layer_params(const ModelSpec& s) {
   double attn = static_cast<double>(s.hidden) * (s.q_size() + 2 * s.kv_size()) + s.q_size() * s.hidden;
   double mlp = 3.0 * s.hidden * s.intermediate;
   return attn + mlp + 2.0 * s.hidden;
 }
+
+namespace {
 
 double roofline(double flops, double bytes, const DeviceCeilings& dev) {
   return std::max(flops / dev.flops, bytes / dev.bandwidth);
@@ -29,6 +29,10 @@ double roofline(double flops, double bytes, const DeviceCeilings& dev) {
 double kv_heads_per_rank(const ModelSpec& s, int tp) {
   return std::max<double>(1.0, static_cast<double>(s.kv_heads) / tp);
 }
+
+// fp32 logits: written once, then about eight passes by sampling (softmax, penalties, top-k/top-p
+// selection, the draw). An assumption until `conveyor bench` measures it.
+const double kSamplingPasses = 9.0;
 
 }  // namespace
 
@@ -43,9 +47,6 @@ double layer_time(const ModelSpec& s, const Workload& w, const DeviceCeilings& d
 
 double head_time(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
   double params = static_cast<double>(s.vocab) * s.hidden / w.tensor;
-  // fp32 logits: written once, then about eight passes by sampling (softmax, penalties, top-k/top-p
-  // selection, the draw). An assumption until `conveyor bench` measures it.
-  const double kSamplingPasses = 9.0;
   double bytes = params * w.dtype_bytes + kSamplingPasses * tokens * s.vocab / w.tensor * 4.0;
   return roofline(2.0 * tokens * params, bytes, dev);
 }
@@ -177,6 +178,169 @@ std::string format_plan(const ModelSpec& spec, const Workload& w, const Partitio
                 plan.step_time_s * 1e3, w.batch / plan.step_time_s);
   os << line;
   if (!plan.fits) os << "DOES NOT FIT: " << plan.why_not << "\n";
+  return os.str();
+}
+
+
+// --- layout comparison (conveyor plan --compare) ----------------------------------------------------
+
+bool tensor_parallel_fits(const ModelSpec& s, int tp) {
+  return tp >= 1 && s.heads % tp == 0 && (s.kv_heads % tp == 0 || tp % s.kv_heads == 0) && s.intermediate % tp == 0;
+}
+
+namespace {
+
+// The per-micro-batch link costs of one layout.
+struct LinkTimes {
+  double allreduce = 0;  // one all-reduce of a micro-batch's hidden states over the TP group
+  double gather = 0;     // the LM head's all-gather of fp32 logits
+  double p2p = 0;        // one hidden-state send to the next stage
+};
+
+LinkTimes link_times(const ModelSpec& s, const Workload& w, const LinkCosts& links, double tokens) {
+  LinkTimes t;
+  const double act_bytes = tokens * s.hidden * w.dtype_bytes;
+  const double n = w.tensor;
+  if (w.tensor > 1) {
+    // nccl-tests' bus bandwidth: all-reduce moves 2(n-1)/n of the buffer per rank, all-gather (n-1)/n.
+    t.allreduce = links.allreduce_latency + act_bytes * 2.0 * (n - 1) / n / links.allreduce_busbw;
+    t.gather = links.allreduce_latency + tokens * s.vocab * 4.0 * (n - 1) / n / links.allreduce_busbw;
+  }
+  if (w.pipeline > 1) t.p2p = links.p2p_latency + act_bytes / links.p2p_bandwidth;
+  return t;
+}
+
+// Prefill of the whole batch: compute-bound over all GPUs (chunks keep every stage busy), plus the TP
+// all-reduce bytes of every prompt token (stages run theirs concurrently) and one pass over each edge.
+double prefill_time(const ModelSpec& s, const CompareWorkload& cw, const Workload& w, const DeviceCeilings& dev,
+                    const LinkCosts& links) {
+  const double tokens = static_cast<double>(cw.batch) * cw.input_len;
+  const double attn = 2.0 * s.heads * s.head_dim * static_cast<double>(cw.input_len) * cw.input_len * cw.batch;
+  const double flops = 2.0 * tokens * layer_params(s) * s.layers + attn * s.layers +
+                       2.0 * cw.batch * static_cast<double>(s.vocab) * s.hidden;
+  const double gpus = static_cast<double>(w.pipeline) * w.tensor;
+  double t = flops / (gpus * dev.flops);
+  const double act_bytes = tokens * s.hidden * w.dtype_bytes;
+  if (w.tensor > 1)
+    t += 2.0 * s.layers * act_bytes * 2.0 * (w.tensor - 1) / w.tensor / links.allreduce_busbw / w.pipeline;
+  if (w.pipeline > 1) t += act_bytes / links.p2p_bandwidth;
+  return t;
+}
+
+std::string bottleneck_of(const LayoutPrediction& p, bool memory_bound) {
+  std::string name = memory_bound ? (p.weights_s >= p.kv_s ? "weights" : "KV") : "compute";
+  double worst = memory_bound ? p.weights_s + p.kv_s : p.compute_s;
+  if (p.allreduce_s > worst) {
+    name = "all-reduce";
+    worst = p.allreduce_s;
+  }
+  if (p.p2p_s > worst) name = "p2p";
+  if (p.bubble > 0.05) name += ", bubble " + std::to_string(static_cast<int>(std::lround(100 * p.bubble))) + "%";
+  return name;
+}
+
+}  // namespace
+
+LayoutPrediction predict_layout(const ModelSpec& s, const CompareWorkload& cw, int pipeline, int tensor,
+                                const DeviceCeilings& dev, const LinkCosts& links) {
+  Workload w;
+  w.batch = cw.batch;
+  w.context = std::max<int64_t>(1, cw.input_len + cw.output_len / 2);
+  w.pipeline = pipeline;
+  w.tensor = tensor;
+  w.micro_batches = cw.micro_batches;
+  LayoutPrediction p;
+  p.pipeline = pipeline;
+  p.tensor = tensor;
+  p.micro_batches = cw.micro_batches > 0 ? cw.micro_batches : pipeline;
+  const PartitionPlan plan = plan_partition(s, w, dev, {});  // the split the runtime uses
+  p.fits = plan.fits;
+  p.why_not = plan.why_not;
+  const double kv_need = static_cast<double>(cw.batch) * (cw.input_len + cw.output_len);
+  for (size_t i = 0; i < plan.stages.size() && p.fits; ++i) {
+    if (plan.stages[i].kv_tokens >= kv_need) continue;
+    p.fits = false;
+    p.why_not = "stage " + std::to_string(i) + " holds KV for " + std::to_string(std::llround(plan.stages[i].kv_tokens)) +
+                " tokens per rank but the batch needs " + std::to_string(std::llround(kv_need));
+  }
+
+  const double tokens = static_cast<double>(cw.batch) / p.micro_batches;
+  const LinkTimes lt = link_times(s, w, links, tokens);
+  std::vector<double> t(plan.stages.size());
+  size_t busiest = 0;
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const StageCost& c = plan.stages[i];
+    p.partition.push_back(c.last_layer - c.first_layer);
+    const bool last = i + 1 == plan.stages.size();
+    t[i] = c.time_s + 2.0 * p.partition.back() * lt.allreduce + (i == 0 ? lt.allreduce : 0.0) +
+           (last ? lt.gather : 0.0) + (last ? (pipeline > 1 ? links.p2p_latency : 0.0) : lt.p2p);
+    if (t[i] > t[busiest]) busiest = i;
+  }
+  double t_sum = 0;
+  for (double x : t) t_sum += x;
+  p.step_time_s = std::max(p.micro_batches * t[busiest], t_sum);
+  for (double x : t) p.bubble = std::max(p.bubble, 1.0 - p.micro_batches * x / p.step_time_s);
+
+  // The busiest stage by part: its layers, plus the LM head on the last stage.
+  const double n = p.partition[busiest];
+  const double params = layer_params(s) / tensor;
+  const double ctx = static_cast<double>(w.context);
+  const bool last = busiest + 1 == plan.stages.size();
+  const double head = static_cast<double>(s.vocab) * s.hidden / tensor;
+  p.compute_s = n * (2.0 * tokens * params + 4.0 * tokens * ctx * s.heads * s.head_dim / tensor) / dev.flops +
+                (last ? 2.0 * tokens * head / dev.flops : 0.0);
+  p.weights_s = (n * params + (last ? head : 0.0)) * w.dtype_bytes / dev.bandwidth;
+  p.kv_s = n * tokens * ctx * 2.0 * kv_heads_per_rank(s, tensor) * s.head_dim * w.kv_dtype_bytes / dev.bandwidth;
+  p.allreduce_s = 2.0 * n * lt.allreduce + (busiest == 0 ? lt.allreduce : 0.0) + (last ? lt.gather : 0.0);
+  p.p2p_s = last ? 0.0 : lt.p2p;
+  p.bottleneck = bottleneck_of(p, p.weights_s + p.kv_s >= p.compute_s);
+
+  p.prefill_time_s = prefill_time(s, cw, w, dev, links);
+  p.decode_tokens_per_s = cw.batch / p.step_time_s;
+  p.output_tokens_per_s =
+      static_cast<double>(cw.batch) * cw.output_len / (p.prefill_time_s + cw.output_len * p.step_time_s);
+  p.per_gpu_tokens_per_s = p.output_tokens_per_s / (pipeline * tensor);
+  return p;
+}
+
+std::vector<LayoutPrediction> compare_layouts(const ModelSpec& s, const CompareWorkload& cw, int gpus,
+                                              const DeviceCeilings& dev, const LinkCosts& links) {
+  CONVEYOR_CHECK(gpus >= 1, "--gpus must be >= 1, got ", gpus);
+  CONVEYOR_CHECK(cw.batch >= 1 && cw.input_len >= 1 && cw.output_len >= 1,
+                 "the workload needs --batch, --input-len and --output-len >= 1");
+  std::vector<LayoutPrediction> out;
+  for (int tp = 1; tp <= gpus; ++tp) {
+    if (gpus % tp != 0 || !tensor_parallel_fits(s, tp) || gpus / tp > s.layers) continue;
+    out.push_back(predict_layout(s, cw, gpus / tp, tp, dev, links));
+  }
+  CONVEYOR_CHECK(!out.empty(), "no pp x tp layout of ", gpus, " GPUs fits ", s.source, " (", s.heads, " heads, ",
+                 s.kv_heads, " KV heads, ", s.layers, " layers); pick a GPU count whose divisors split the heads");
+  std::stable_sort(out.begin(), out.end(), [](const LayoutPrediction& a, const LayoutPrediction& b) {
+    if (a.fits != b.fits) return a.fits;
+    return a.output_tokens_per_s > b.output_tokens_per_s;
+  });
+  return out;
+}
+
+std::string format_comparison(const ModelSpec& s, const CompareWorkload& cw, int gpus,
+                              const std::vector<LayoutPrediction>& ranked) {
+  std::ostringstream os;
+  os << "model: " << architecture_name(s.architecture) << ", " << s.layers << " layers, hidden " << s.hidden
+     << "\nworkload: batch " << cw.batch << ", " << cw.input_len << " in / " << cw.output_len << " out, " << gpus
+     << " GPUs\n\n";
+  os << " rank  layout       M  partition      step ms  prefill s  output tok/s  per GPU  bubble  bottleneck\n";
+  char line[320];
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    const LayoutPrediction& p = ranked[i];
+    std::vector<std::string> parts;
+    for (int c : p.partition) parts.push_back(std::to_string(c));
+    const std::string layout = "pp=" + std::to_string(p.pipeline) + " tp=" + std::to_string(p.tensor);
+    std::snprintf(line, sizeof(line), " %4zu  %-11s %2d  %-13s %8.2f  %9.2f  %12.0f  %7.0f  %5.1f%%  %s\n", i + 1,
+                  layout.c_str(), p.micro_batches, join(parts, "+").c_str(), 1e3 * p.step_time_s, p.prefill_time_s,
+                  p.output_tokens_per_s, p.per_gpu_tokens_per_s, 100.0 * p.bubble,
+                  p.fits ? p.bottleneck.c_str() : ("DOES NOT FIT: " + p.why_not).c_str());
+    os << line;
+  }
   return os.str();
 }
 

@@ -2,7 +2,8 @@
 // configured batch and context (FLOPs and bytes against the device ceilings, per TP rank); the first
 // stage adds the embedding, the last the final norm, LM head and sampling. A min-max contiguous split
 // (dynamic programming) picks layers per stage, unless the user gave `parallel.partition`. The plan
-// also says each rank's weight bytes, KV capacity and the predicted bubble.
+// also says each rank's weight bytes, KV capacity and the predicted bubble. predict_layout() adds the
+// links (TP all-reduce, pipeline p2p) and prefill to that plan to rank pp x tp layouts for a workload.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,15 @@ struct Workload {
   int kv_dtype_bytes = 2;
 };
 
+// Link costs for the layout prediction: `conveyor doctor --output-json` measures them; the defaults are
+// NVLink on H200 (NCCL all-reduce bus bandwidth and p2p) as measured by nccl-tests-style runs.
+struct LinkCosts {
+  double allreduce_busbw = 300e9;     // bytes/s, busbw = algbw * 2(n-1)/n
+  double allreduce_latency = 10e-6;   // s per collective
+  double p2p_bandwidth = 360e9;       // bytes/s, one pipeline edge
+  double p2p_latency = 11e-6;         // s per message
+};
+
 struct StageCost {
   int first_layer = 0, last_layer = 0;  // [first, last)
   double time_s = 0;           // predicted time of one micro-batch through this stage (decode step)
@@ -45,6 +55,9 @@ struct PartitionPlan {
   bool fits = true;
   std::string why_not;         // set when a stage's weights do not fit
 };
+
+// Weights of one decoder layer (attention, MLP, its two norms), in parameters.
+double layer_params(const ModelSpec& spec);
 
 // Predicted decode time of one layer for `tokens` sequences at `context` (one TP rank).
 double layer_time(const ModelSpec& spec, const Workload& w, const DeviceCeilings& dev, double tokens);
@@ -62,5 +75,47 @@ PartitionPlan plan_partition(const ModelSpec& spec, const Workload& w, const Dev
                              const std::vector<int64_t>& partition_override);
 
 std::string format_plan(const ModelSpec& spec, const Workload& w, const PartitionPlan& plan);
+
+// A layout's predicted throughput for `batch` sequences of input_len prompt + output_len generated
+// tokens, all in one wave: prefill (compute-bound, spread over all GPUs) then output_len decode steps
+// at the mean context input_len + output_len / 2. Each decode step is the partition plan's step with
+// the links added per micro-batch and stage: 2 TP all-reduces per layer (tokens * hidden * dtype bytes
+// each), the embedding's all-reduce and the LM head's logit all-gather, one p2p send per stage edge.
+struct LayoutPrediction {
+  int pipeline = 1, tensor = 1, micro_batches = 1;
+  std::vector<int> partition;         // layers per stage
+  double step_time_s = 0;             // one decode step of the whole batch
+  double prefill_time_s = 0;
+  double decode_tokens_per_s = 0;     // batch / step_time
+  double output_tokens_per_s = 0;     // batch * output_len / (prefill + output_len * step)
+  double per_gpu_tokens_per_s = 0;    // output_tokens_per_s / (pipeline * tensor)
+  double bubble = 0;                  // predicted idle share of the busiest-bubble stage
+  // The busiest stage's decode time per micro-batch, by part (memory parts at full bandwidth).
+  double compute_s = 0, weights_s = 0, kv_s = 0, allreduce_s = 0, p2p_s = 0;
+  std::string bottleneck;             // "weights", "KV", "compute", "all-reduce" or "p2p" (+ ", bubble N%")
+  bool fits = true;
+  std::string why_not;
+};
+
+struct CompareWorkload {
+  int64_t batch = 64;
+  int64_t input_len = 1024;
+  int64_t output_len = 1024;
+  int micro_batches = 0;  // 0: = pipeline
+};
+
+// Whether the model's heads, KV heads and MLP split over `tensor` ranks (as weights_layout requires).
+bool tensor_parallel_fits(const ModelSpec& spec, int tensor);
+
+LayoutPrediction predict_layout(const ModelSpec& spec, const CompareWorkload& cw, int pipeline, int tensor,
+                                const DeviceCeilings& dev, const LinkCosts& links);
+
+// Every pp x tp = gpus layout whose tensor size fits the model and whose pipeline has layers for each
+// stage, best predicted output tokens/s first (layouts that do not fit last).
+std::vector<LayoutPrediction> compare_layouts(const ModelSpec& spec, const CompareWorkload& cw, int gpus,
+                                              const DeviceCeilings& dev, const LinkCosts& links);
+
+std::string format_comparison(const ModelSpec& spec, const CompareWorkload& cw, int gpus,
+                              const std::vector<LayoutPrediction>& ranked);
 
 }  // namespace conveyor

@@ -1,5 +1,7 @@
 // Partitioner: the min-max split is optimal (checked against brute force on random costs), overrides are
 // validated, and the planner gives the last stage of Llama-3-70B fewer layers (it also runs the LM head).
+// Layout prediction: a one-GPU decode step equals the hand-computed roofline, TP adds exactly its
+// all-reduces, and the ranking follows the pipelining tax (tp wins memory-bound, pp compute-bound).
 #include "stages/partitioner.h"
 
 #include <gtest/gtest.h>
@@ -113,6 +115,130 @@ TEST(Partitioner, UserPartitionIsUsed) {
   EXPECT_EQ(plan.stages[1].first_layer, 10);
   EXPECT_EQ(plan.stages[3].first_layer, 70);
   EXPECT_GT(plan.stages[3].bubble, plan.stages[1].bubble);
+}
+
+ModelSpec llama3_8b() { return load_model_spec(testing::source_dir() + "/configs/models/llama-3-8b.yaml"); }
+
+// Links that cost nothing, to isolate the compute/memory part of a prediction.
+LinkCosts free_links() {
+  LinkCosts l;
+  l.allreduce_busbw = l.p2p_bandwidth = 1e30;
+  l.allreduce_latency = l.p2p_latency = 0;
+  return l;
+}
+
+TEST(LayoutPrediction, OneGpuBatchOneIsTheBandwidthRoofline) {
+  const ModelSpec s = llama3_8b();
+  CompareWorkload cw;
+  cw.batch = 1;
+  cw.input_len = 128;
+  cw.output_len = 128;
+  const DeviceCeilings dev;
+  const LayoutPrediction p = predict_layout(s, cw, 1, 1, dev, LinkCosts{});
+  // By hand from the Llama-3-8B shape: 32 layers of q/k/v/o (4096 x (4096 + 2 * 1024) + 4096 x 4096), a
+  // 14336-wide gated MLP and two norms; the LM head; KV of 8 heads x 128 at context 128 + 64; nine fp32
+  // passes over the logits; the embedding row read and written.
+  const double layer = 4096.0 * (4096 + 2048) + 4096.0 * 4096 + 3.0 * 4096 * 14336 + 2 * 4096;
+  const double weights = (32 * layer + 128256.0 * 4096) * 2;
+  const double kv = 32 * 192.0 * 2 * 8 * 128 * 2;
+  const double bytes = weights + kv + 9 * 128256.0 * 4 + 4096 * 2 * 2;
+  EXPECT_NEAR(p.step_time_s, bytes / dev.bandwidth, 1e-12);
+  EXPECT_NEAR(p.decode_tokens_per_s, dev.bandwidth / bytes, 1e-6);
+  EXPECT_GT(p.decode_tokens_per_s, 270);  // the issue's ~286 tok/s weight roofline, less KV and sampling
+  EXPECT_LT(p.decode_tokens_per_s, 286);
+  EXPECT_EQ(p.bottleneck, "weights");
+  EXPECT_EQ(p.partition, std::vector<int>{32});
+  EXPECT_DOUBLE_EQ(p.bubble, 0.0);
+  EXPECT_NEAR(p.output_tokens_per_s, 128 / (p.prefill_time_s + 128 * p.step_time_s), 1e-9);
+  EXPECT_GT(p.prefill_time_s, 0);
+  EXPECT_TRUE(p.fits) << p.why_not;
+}
+
+TEST(LayoutPrediction, TensorParallelAddsItsAllReduces) {
+  const ModelSpec s = llama3_70b();
+  CompareWorkload cw;
+  cw.batch = 64;
+  LinkCosts links;
+  links.allreduce_busbw = 100e9;
+  links.allreduce_latency = 20e-6;
+  const LayoutPrediction with = predict_layout(s, cw, 1, 4, DeviceCeilings{}, links);
+  const LayoutPrediction without = predict_layout(s, cw, 1, 4, DeviceCeilings{}, free_links());
+  // Per step: 2 per layer + the embedding's all-reduce of 64 x 8192 bf16, bus share 2 * 3 / 4; the LM
+  // head's all-gather of 64 x 128256 fp32 logits, bus share 3 / 4.
+  const double ar = 20e-6 + 64.0 * 8192 * 2 * 1.5 / 100e9;
+  const double gather = 20e-6 + 64.0 * 128256 * 4 * 0.75 / 100e9;
+  EXPECT_NEAR(with.step_time_s - without.step_time_s, (2 * 80 + 1) * ar + gather, 1e-12);
+  EXPECT_NEAR(with.allreduce_s, (2 * 80 + 1) * ar + gather, 1e-12);
+  EXPECT_LT(without.allreduce_s, 1e-18);  // bytes over an effectively infinite bandwidth
+}
+
+TEST(LayoutPrediction, PipeliningTaxDecidesTheLayout) {
+  const ModelSpec s = llama3_70b();
+  DeviceCeilings dev;
+  // Memory-bound (bf16, batch 64): pp=2 reads each stage's weights once per micro-batch, tp=2 once.
+  CompareWorkload mem;
+  mem.batch = 64;
+  std::vector<LayoutPrediction> r = compare_layouts(s, mem, 2, dev, LinkCosts{});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].tensor, 2);
+  EXPECT_EQ(r[1].pipeline, 2);
+  EXPECT_EQ(r[1].micro_batches, 2);
+  EXPECT_GT(r[0].output_tokens_per_s, 1.3 * r[1].output_tokens_per_s);
+  EXPECT_NEAR(r[0].per_gpu_tokens_per_s, r[0].output_tokens_per_s / 2, 1e-9);
+  // Compute-bound (batch 1024, short context; memory raised so the KV fits): pp=2 skips the all-reduces.
+  CompareWorkload big;
+  big.batch = 1024;
+  big.input_len = 128;
+  big.output_len = 1024;
+  dev.memory = 1e12;
+  r = compare_layouts(s, big, 2, dev, LinkCosts{});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].pipeline, 2);
+  EXPECT_EQ(r[0].bottleneck.rfind("compute", 0), 0u) << r[0].bottleneck;
+  EXPECT_GT(r[0].output_tokens_per_s, r[1].output_tokens_per_s);
+}
+
+TEST(LayoutPrediction, EnumeratesLayoutsThatSplitTheHeads) {
+  const ModelSpec s = llama3_70b();  // 64 heads, 8 KV heads, 28672 MLP
+  CompareWorkload cw;
+  auto layouts = [&](int gpus) {
+    std::vector<std::pair<int, int>> got;
+    for (const auto& p : compare_layouts(s, cw, gpus, DeviceCeilings{}, LinkCosts{}))
+      got.emplace_back(p.pipeline, p.tensor);
+    std::sort(got.begin(), got.end());
+    return got;
+  };
+  EXPECT_EQ(layouts(8), (std::vector<std::pair<int, int>>{{1, 8}, {2, 4}, {4, 2}, {8, 1}}));
+  EXPECT_EQ(layouts(6), (std::vector<std::pair<int, int>>{{3, 2}, {6, 1}}));
+  EXPECT_EQ(layouts(3), (std::vector<std::pair<int, int>>{{3, 1}}));
+  // One GPU cannot hold 70B: it is listed, not fitting, with the reason.
+  const auto one = compare_layouts(s, cw, 1, DeviceCeilings{}, LinkCosts{});
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_FALSE(one[0].fits);
+  EXPECT_NE(one[0].why_not.find("weights per rank"), std::string::npos) << one[0].why_not;
+  EXPECT_THROW(compare_layouts(s, cw, 0, DeviceCeilings{}, LinkCosts{}), Error);
+  // A batch whose KV exceeds the memory left is refused by name, and ranked after those that fit.
+  cw.batch = 4096;
+  const auto r = compare_layouts(s, cw, 8, DeviceCeilings{}, LinkCosts{});
+  for (const auto& p : r) {
+    EXPECT_FALSE(p.fits);
+    EXPECT_NE(p.why_not.find("the batch needs 8388608"), std::string::npos) << p.why_not;
+  }
+}
+
+TEST(LayoutPrediction, MoreMicroBatchesThanStagesCostWeightPasses) {
+  const ModelSpec s = llama3_70b();
+  CompareWorkload cw;
+  cw.batch = 64;
+  const LayoutPrediction m4 = predict_layout(s, cw, 4, 2, DeviceCeilings{}, free_links());
+  cw.micro_batches = 8;
+  const LayoutPrediction m8 = predict_layout(s, cw, 4, 2, DeviceCeilings{}, free_links());
+  EXPECT_EQ(m4.micro_batches, 4);
+  EXPECT_EQ(m8.micro_batches, 8);
+  // Memory-bound: twice the micro-batches read every stage's weights twice as often.
+  EXPECT_GT(m8.step_time_s, 1.8 * m4.step_time_s);
+  EXPECT_EQ(m4.partition.size(), 4u);
+  EXPECT_EQ(std::accumulate(m4.partition.begin(), m4.partition.end(), 0), 80);
 }
 
 }  // namespace

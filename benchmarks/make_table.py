@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Markdown table of a suite's results: ours, the predicted, the roofline and the peer, side by side.
+
+Reads DIR/<run>.<what>.json, where <what> is
+  conveyor      `conveyor bench ... --output-json` (throughput or latency mode)
+  predicted     `conveyor plan --compare ... --output-json` (the row of the run's layout is used)
+  hf_default    benchmarks/peers/hf_generate.py --cache default
+  hf_static     benchmarks/peers/hf_generate.py --cache static
+Runs without a conveyor result are listed with what they have.
+
+    python3 benchmarks/make_table.py benchmarks/results/nvidia-h200 -o benchmarks/results/nvidia-h200/table.md
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+
+KINDS = ("conveyor", "predicted", "hf_default", "hf_static")
+
+
+def load_runs(directory):
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(directory, "*.json"))):
+        parts = os.path.basename(path)[: -len(".json")].rsplit(".", 1)
+        if len(parts) != 2 or parts[1] not in KINDS:
+            continue
+        with open(path) as f:
+            runs.setdefault(parts[0], {})[parts[1]] = json.load(f)
+    return runs
+
+
+def fmt(x, digits=0):
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def ratio(a, b):
+    return "-" if not a or not b else f"{a / b:.2f}x"
+
+
+def peer_rate(peer):
+    if peer is None:
+        return None, "-"
+    if peer.get("oom"):
+        return None, "OOM"
+    rate = peer["output_tokens_per_second"]
+    return rate, f"{rate:,.1f} (b{peer['batch']})"
+
+
+def row(name, r):
+    ours = r.get("conveyor")
+    ours_rate = ours["output_tokens_per_second"] if ours else None
+    layout, per_gpu, roof, share, bubble, workload = "-", None, None, None, None, "-"
+    if ours:
+        lay = ours["layout"]
+        layout = f"pp={lay['pipeline']} tp={lay['tensor']}"
+        per_gpu = ours["output_tokens_per_second_per_gpu"]
+        roof = ours["roofline"]["output_tokens_per_s"]
+        share = 100 * ours["roofline"]["share"]
+        stages = (ours.get("pipeline_usage") or {}).get("stages", [])
+        bubble = max((s["bubble_pct"] for s in stages), default=None)
+        w = ours["workload"]
+        size = f"b{ours['batch_size']}" if ours["mode"] == "latency" else f"{ours['num_requests']} prompts"
+        workload = f"{ours['mode']} {size}, {w['input_len']}/{w['output_len']}"
+    predicted = None
+    if ours and "predicted" in r:
+        for p in r["predicted"]["layouts"]:
+            if (p["pipeline"], p["tensor"]) == (ours["layout"]["pipeline"], ours["layout"]["tensor"]):
+                predicted = p["output_tokens_per_s"]
+    err = "-" if not predicted or not ours_rate else f"{100 * (predicted - ours_rate) / ours_rate:+.0f}%"
+    hf_d, hf_d_text = peer_rate(r.get("hf_default"))
+    hf_s, hf_s_text = peer_rate(r.get("hf_static"))
+    return (f"| {name} | {workload} | {layout} | {fmt(ours_rate, 1)} | {fmt(per_gpu, 1)} | {fmt(predicted)} ({err}) | "
+            f"{fmt(roof)} | {fmt(share, 1)}% | {fmt(bubble, 1)} | {hf_d_text} | {hf_s_text} | "
+            f"{ratio(ours_rate, hf_d)} | {ratio(ours_rate, hf_s)} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("directory")
+    ap.add_argument("-o", "--output", help="write the markdown here too")
+    args = ap.parse_args()
+    runs = load_runs(args.directory)
+    if not runs:
+        sys.exit(f"make_table: no <run>.<{'|'.join(KINDS)}>.json files in {args.directory}")
+    lines = [
+        "| run | workload | layout | ours out tok/s | per GPU | predicted (err) | roofline tok/s | of roofline |"
+        " max bubble % | HF default | HF static | vs HF default | vs HF static |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines += [row(name, r) for name, r in sorted(runs.items())]
+    lines += ["", "Output tokens/s. Roofline: the ideal bf16 time of the same requests over all GPUs' peaks "
+              "(4.28 TB/s, 810 TFLOP/s; docs/bench.md); predicted: `conveyor plan --compare` for the run's layout "
+              "(err = predicted vs measured). HF: transformers `generate`, random weights, batch in parentheses."]
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()

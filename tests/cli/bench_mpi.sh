@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# `conveyor bench` smoke test on the 5-layer golden: throughput under mpirun with -pp 2 (random lengths),
+# latency on one rank, a KV pool small enough to force preemptions, and `plan --compare` on Llama-3-70B.
+# Every JSON is parsed and its fields checked for presence and consistency (token sums, rates = tokens
+# / elapsed, busy + send + bubble = 100 per stage, lengths inside the random range).
+set -u
+bin=$1
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+model="$here/../data/goldens/llama_deep"
+configs="$here/../../configs/models"
+tmp=$(mktemp -d)
+fail=0
+mpi="mpirun --oversubscribe -x OMPI_MCA_btl_vader_single_copy_mechanism=none"
+
+# --- throughput, pp=2 over 2 ranks --------------------------------------------------------------------
+out=$(timeout 300 $mpi -np 2 "$bin" bench throughput --model "$model" --input-len 16 --output-len 8 \
+  --num-prompts 12 --random-range-ratio 0.5 -pp 2 --max-num-seqs 4 --seed 3 --output-json "$tmp/t.json" \
+  --trace "$tmp/trace.json" 2>"$tmp/t.err")
+rc=$?
+echo "$out"
+[ $rc = 0 ] || { echo "FAIL: bench throughput exit $rc"; cat "$tmp/t.err"; fail=1; }
+[[ "$out" =~ ^Throughput:\ [0-9.]+\ requests/s,\ [0-9.]+\ total\ tokens/s,\ [0-9.]+\ output\ tokens/s$ ]] || {
+  echo "FAIL: summary line '$out'"; fail=1; }
+python3 - "$tmp/t.json" "$out" <<'PY' || fail=1
+import json, math, re, sys
+d = json.load(open(sys.argv[1]))
+for k in ["elapsed_time", "num_requests", "total_num_tokens", "requests_per_second", "tokens_per_second",
+          "total_prompt_tokens", "total_output_tokens", "output_tokens_per_second", "layout", "pipeline_usage",
+          "ttft_s", "tpot_s", "kv_cache", "peak_memory", "output_tokens_per_second_per_gpu", "roofline", "backend",
+          "command_line", "model", "workload"]:
+    assert k in d, f"missing {k}"
+n, e = d["num_requests"], d["elapsed_time"]
+assert n == 12 and e > 0, d
+assert d["total_num_tokens"] == d["total_prompt_tokens"] + d["total_output_tokens"], d
+# lengths drawn from [floor(l * 0.5), ceil(l * 1.5)]: prompts 8..24, outputs 4..12, all outputs produced (EOS ignored)
+assert 8 * n <= d["total_prompt_tokens"] <= 24 * n and 4 * n <= d["total_output_tokens"] <= 12 * n, d
+assert (d["total_prompt_tokens"], d["total_output_tokens"]) != (16 * n, 8 * n), "lengths were not randomized"
+for rate, num in [("requests_per_second", n), ("tokens_per_second", d["total_num_tokens"]),
+                  ("output_tokens_per_second", d["total_output_tokens"])]:
+    assert math.isclose(d[rate], num / e, rel_tol=1e-9), (rate, d[rate], num / e)
+assert math.isclose(d["output_tokens_per_second_per_gpu"], d["output_tokens_per_second"] / 2, rel_tol=1e-9)
+line = [float(x) for x in re.findall(r"[0-9.]+", sys.argv[2])]
+assert [round(x, 2) for x in line] == [round(d[k], 2) for k in
+        ["requests_per_second", "tokens_per_second", "output_tokens_per_second"]], (line, d)
+lay = d["layout"]
+assert (lay["data"], lay["pipeline"], lay["tensor"], lay["micro_batches"]) == (1, 2, 1, 2), lay
+assert len(lay["partition"]) == 2 and sum(lay["partition"]) == 5 and min(lay["partition"]) >= 1, lay
+st = d["pipeline_usage"]["stages"]
+assert [s["stage"] for s in st] == [0, 1], st
+for s in st:
+    assert abs(s["busy_pct"] + s["send_pct"] + s["bubble_pct"] - 100) < 1e-6 and s["busy_pct"] > 0, s
+for key in ["ttft_s", "tpot_s"]:
+    t = d[key]
+    assert t["count"] == n and 0 < t["p50"] <= t["p90"] <= t["p99"] and t["mean"] > 0, (key, t)
+assert d["ttft_s"]["p99"] <= e, d["ttft_s"]
+kv = d["kv_cache"]
+assert kv["num_blocks"] > 0 and kv["block_size"] > 0 and kv["preemptions"] == 0 and kv["plans"] > 0, kv
+rss = d["peak_memory"]["host_max_rss_bytes"]
+assert len(rss) == 2 and all(r > 1 << 20 for r in rss), rss
+r = d["roofline"]
+assert r["gpus"] == 2 and r["time_s"] == max(r["compute_time_s"], r["memory_time_s"]) > 0, r
+assert math.isclose(r["share"], r["time_s"] / e, rel_tol=1e-9) and r["bound"] in ("memory", "compute"), r
+assert d["backend"] == "cpu" and d["command_line"].startswith("conveyor bench throughput --model"), d
+PY
+python3 -c "import json,sys; t=json.load(open(sys.argv[1])); assert t['traceEvents'] and 'conveyor_usage' in t" \
+  "$tmp/trace.json" || { echo "FAIL: trace"; fail=1; }
+
+# --- latency on one rank ------------------------------------------------------------------------------
+out=$(timeout 120 "$bin" bench latency --model "$model" --input-len 12 --output-len 6 --batch-size 3 \
+  --num-iters-warmup 1 --num-iters 4 --output-json "$tmp/l.json" 2>"$tmp/l.err")
+rc=$?
+echo "$out"
+[ $rc = 0 ] || { echo "FAIL: bench latency exit $rc"; cat "$tmp/l.err"; fail=1; }
+for want in "Avg latency: " "50% percentile latency: " "90% percentile latency: " "99% percentile latency: "; do
+  [[ "$out" == *"$want"* ]] || { echo "FAIL: latency output lacks '$want'"; fail=1; }
+done
+python3 - "$tmp/l.json" <<'PY' || fail=1
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+lat = d["latencies"]
+assert len(lat) == 4 and all(x > 0 for x in lat), d
+assert math.isclose(d["avg_latency"], sum(lat) / 4, rel_tol=1e-9), d
+p = d["percentiles"]
+assert set(p) == {"10", "25", "50", "75", "90", "99"} and min(lat) <= p["10"] <= p["50"] <= p["99"] <= max(lat), p
+assert d["ttft_s"]["count"] == 12 and d["tpot_s"]["count"] == 12, d
+assert d["layout"]["pipeline"] == 1 and d["layout"]["partition"] == [5], d["layout"]
+assert len(d["peak_memory"]["host_max_rss_bytes"]) == 1 and d["roofline"]["gpus"] == 1, d
+assert math.isclose(d["output_tokens_per_second"], 3 * 6 / d["avg_latency"], rel_tol=1e-9), d
+PY
+
+# --- preemptions: 4 prompts of one 16-token block each fill 4 of 6 blocks, then all 4 grow into a second --
+out=$(timeout 120 "$bin" bench throughput --model "$model" --input-len 12 --output-len 10 --num-prompts 6 \
+  --max-num-seqs 4 --num-gpu-blocks-override 6 --output-json "$tmp/p.json" 2>"$tmp/p.err")
+rc=$?
+[ $rc = 0 ] || { echo "FAIL: preemption run exit $rc"; cat "$tmp/p.err"; fail=1; }
+python3 - "$tmp/p.json" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["kv_cache"]["num_blocks"] == 6 and d["kv_cache"]["preemptions"] > 0, d["kv_cache"]
+assert d["total_prompt_tokens"] == 6 * 12 and d["total_output_tokens"] == 6 * 10, d
+PY
+
+# --- errors -------------------------------------------------------------------------------------------
+out=$("$bin" bench thruput --model "$model" --input-len 4 --output-len 4 2>&1)
+[ $? = 1 ] && [[ "$out" == *"unknown bench mode 'thruput'"*"throughput"* ]] || { echo "FAIL: bad mode: $out"; fail=1; }
+out=$("$bin" bench latency --model "$model" --input-len 500 --output-len 20 2>&1)
+[ $? = 1 ] && [[ "$out" == *"= 520 positions but max_model_len is 512"* ]] || { echo "FAIL: too long: $out"; fail=1; }
+out=$("$bin" bench throughput --model "$model" --output-len 4 2>&1)
+[ $? = 1 ] && [[ "$out" == *"needs --input-len N and --output-len M"* ]] || { echo "FAIL: missing len: $out"; fail=1; }
+
+# --- plan --compare: both layouts of 2 GPUs; tp=2 wins the memory-bound 1024/1024 batch -------------------
+out=$("$bin" plan --compare --gpus 2 --set model.config="$configs/llama-3-70b.yaml" --batch 64 --input-len 1024 \
+  --output-len 1024 --output-json "$tmp/c.json" 2>&1)
+rc=$?
+echo "$out"
+[ $rc = 0 ] || { echo "FAIL: plan --compare exit $rc"; fail=1; }
+for want in "pp=1 tp=2" "pp=2 tp=1" "41+39" "output tok/s" "links: all-reduce 300 GB/s"; do
+  [[ "$out" == *"$want"* ]] || { echo "FAIL: plan --compare lacks '$want'"; fail=1; }
+done
+python3 - "$tmp/c.json" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = d["layouts"]
+assert [(r["pipeline"], r["tensor"]) for r in rows] == [(1, 2), (2, 1)], rows
+assert rows[0]["output_tokens_per_s"] > rows[1]["output_tokens_per_s"] > 0 and all(r["fits"] for r in rows), rows
+assert rows[0]["bottleneck"] == "weights" and d["workload"]["gpus"] == 2, rows
+PY
+# link costs from a doctor report replace the defaults
+echo '{"edges": [{"bandwidth_gbps": 20, "latency_us": 30}], "tensor_groups": [{"busbw_gbps": 50}]}' >"$tmp/doc.json"
+out=$("$bin" plan --compare --gpus 2 --set model.config="$configs/llama-3-70b.yaml" --doctor-json "$tmp/doc.json" 2>&1)
+[[ "$out" == *"all-reduce 50 GB/s busbw + 10.0 us, p2p 20 GB/s + 30.0 us (from --doctor-json)"* ]] || {
+  echo "FAIL: doctor links: $out"; fail=1; }
+rm -rf "$tmp"
+exit $fail
