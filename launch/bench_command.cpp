@@ -370,7 +370,10 @@ int run_bench_command(const Args& args, int* argc, char*** argv) {
                  "no model given; pass --model <hf-dir|file.gguf> (or --load-format dummy with --set model.config=...)");
   const ModelSpec spec = load_model_spec(model_path.empty() ? cfg.get_string("model.config") : model_path);
 
-  PipelineSession session(cfg, spec, argc, argv);
+  CONVEYOR_CHECK(cfg.get_int("parallel.data") == 1, "conveyor bench measures one replica: drop -dp (parallel.data = ",
+                 cfg.get_int("parallel.data"), "); replicas are independent, so throughput scales with their number");
+  PipelineSession session(cfg, argc, argv);
+  session.start(cfg, spec);
   const std::string trace = cfg.get_string("logging.trace");
   if (!session.is_leader()) {
     session.serve();
