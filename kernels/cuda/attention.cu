@@ -209,7 +209,7 @@ __device__ __forceinline__ void decode_merge(const DecodeState<G>& st, const Pag
   }
 }
 
-// D: head_dim (64, 128, 256); G: query heads per CTA. A lane group of D/8 lanes holds one K/V row
+// D: head_dim (16, 32, 64, 128, 256); G: query heads per CTA. A lane group of D/8 lanes holds one K/V row
 // (8 elements per lane); the 1024/D lane groups of the CTA walk the split's positions interleaved.
 template <typename T, int D, int G>
 __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a) {
@@ -319,6 +319,8 @@ void launch_decode_d(const PagedAttentionArgs& a, int tile, cudaStream_t s) {
 template <typename T>
 void launch_decode(const PagedAttentionArgs& a, int tile, cudaStream_t s) {
   switch (a.head_dim) {
+    case 16: launch_decode_d<T, 16>(a, tile, s); break;
+    case 32: launch_decode_d<T, 32>(a, tile, s); break;
     case 64: launch_decode_d<T, 64>(a, tile, s); break;
     case 128: launch_decode_d<T, 128>(a, tile, s); break;
     default: launch_decode_d<T, 256>(a, tile, s); break;
@@ -333,8 +335,9 @@ void check_attention_args(const AttentionBatchCuda& b, const PagedKvShape& shape
                           DType dt) {
   CONVEYOR_CHECK(dt == DType::kBF16 || dt == DType::kF16, "paged_attention_cuda: dtype must be bf16 or f16, got ",
                  dtype_name(dt));
-  CONVEYOR_CHECK(shape.head_dim == 64 || shape.head_dim == 128 || shape.head_dim == 256,
-                 "paged_attention_cuda: head_dim ", shape.head_dim, " is not supported (64, 128 or 256)");
+  CONVEYOR_CHECK(shape.head_dim == 16 || shape.head_dim == 32 || shape.head_dim == 64 || shape.head_dim == 128 ||
+                     shape.head_dim == 256,
+                 "paged_attention_cuda: head_dim ", shape.head_dim, " is not supported (16, 32, 64, 128 or 256)");
   CONVEYOR_CHECK(shape.num_blocks > 0 && shape.block_size > 0 && shape.n_kv_heads > 0,
                  "paged_attention_cuda: bad KV cache shape num_blocks=", shape.num_blocks, " block_size=",
                  shape.block_size, " n_kv_heads=", shape.n_kv_heads);

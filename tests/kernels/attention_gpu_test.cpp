@@ -154,6 +154,11 @@ TEST_P(PagedAttentionGpu, HeadDim256GenericPath) {
   // No tensor-core prefill for 256: every token, chunk or decode, takes the decode kernel.
   run_case({"gqa 8/2 d256 bs16", 8, 2, 256, 16, 0, kMixed}, GetParam());
 }
+TEST_P(PagedAttentionGpu, SmallHeadDims) {
+  // head_dim 16 and 32 (tiny models): the decode kernel serves prefill chunks too.
+  run_case({"gqa 8/2 d16 bs16", 8, 2, 16, 16, 0, kMixed}, GetParam());
+  run_case({"mqa 3/1 d32 bs16 window 48", 3, 1, 32, 16, 48, kMixed}, GetParam());
+}
 TEST_P(PagedAttentionGpu, LongPrefillChunkAfterHistory) {
   // A 300-token chunk (several 64-row tiles, one ragged) after 700 cached positions, next to decodes.
   run_case({"gqa 32/8 d128 bs16 chunk 300", 32, 8, 128, 16, 0, {{700, 300}, {5, 1}, {2000, 1}}}, GetParam());
