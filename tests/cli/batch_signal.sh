@@ -4,5 +4,5 @@ set -u
 bin=$1
 launch=()
 layout=()
-stop_signal=TERM
+stop_signals=(TERM)
 source "$(dirname "${BASH_SOURCE[0]}")/batch_signal_body.bash"
