@@ -38,7 +38,8 @@ const std::vector<ConfigFlag>& config_flags() {
 
 void add_config_options(po::options_description* desc) {
   desc->add_options()("config", po::value<std::string>(), "YAML config file (see configs/)")(
-      "set", po::value<std::vector<std::string>>()->composing(), "override any key: --set parallel.pipeline=4");
+      "set", po::value<std::vector<std::string>>()->composing(), "override any key: --set parallel.pipeline=4")(
+      "enforce-eager", "run every step eagerly, no CUDA graphs (vLLM's flag) [runtime.cuda_graphs = false]");
   for (const auto& f : config_flags()) {
     const KeySpec* spec = find_key_spec(f.key);
     CONVEYOR_CHECK(spec != nullptr, "flag --", f.flag, " maps to unknown key ", f.key);
@@ -52,6 +53,7 @@ Config config_from_options(const po::variables_map& vm) {
   if (vm.count("config")) cfg.merge_yaml_file(vm["config"].as<std::string>());
   for (const auto& f : config_flags())
     if (vm.count(f.flag)) cfg.set(f.key, vm[f.flag].as<std::string>(), "--" + f.flag);
+  if (vm.count("enforce-eager")) cfg.set("runtime.cuda_graphs", "false", "--enforce-eager");
   if (vm.count("set")) {
     for (const auto& kv : vm["set"].as<std::vector<std::string>>()) {
       auto eq = kv.find('=');

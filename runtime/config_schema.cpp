@@ -88,6 +88,8 @@ std::vector<KeySpec> build_schema() {
       one_of(key("runtime.backend", VT::kString, "auto", "compute backend"), {"auto", "cpu", "cuda"}),
       ranged(key("runtime.seed", VT::kInt, "0", "global seed (dummy weights, default sampling seed)"), 0,
              9.2e18),
+      key("runtime.cuda_graphs", VT::kBool, "true",
+          "replay decode steps as CUDA graphs per batch bucket (tp = 1 stages); --enforce-eager turns it off"),
       ranged(key("runtime.watchdog_timeout", VT::kFloat, "300",
                  "seconds a blocking wait may take before the watchdog aborts the job; 0 disables"), 0.0, 1e7,
              true),

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -42,6 +43,8 @@ class Tensor {
   int64_t rows() const { return view_.rows; }
   int64_t cols() const { return view_.cols; }
   bool empty() const { return view_.data == nullptr; }
+  // The first n rows, sharing (and keeping alive) this tensor's storage.
+  Tensor first_rows(int64_t n) const { return Tensor(storage_, view_.row_slice(0, n)); }
 
  private:
   std::shared_ptr<void> storage_;
@@ -92,6 +95,14 @@ struct AttentionConfig {
   int sliding_window = 0;  // 0: none
 };
 
+// A recorded sequence of ops (a CUDA graph), replayed as one launch on the backend's stream; it reads
+// the metadata of the last set_batch_fixed of the same layout and writes the tensors it was captured with.
+class OpsGraph {
+ public:
+  virtual ~OpsGraph() = default;
+  virtual void replay() = 0;
+};
+
 class Ops {
  public:
   virtual ~Ops() = default;
@@ -121,6 +132,20 @@ class Ops {
   // The step's metadata; every op below that reads ids, positions or block tables uses the last one.
   virtual void set_batch(const BatchInfo& batch) = 0;
   const BatchInfo& batch() const { return batch_; }
+
+  // Graphs (decode steps). set_batch_fixed is set_batch with the metadata at device addresses fixed
+  // per layout (the sizes of the batch's arrays; block tables at stride batch.max_blocks), so a graph
+  // captured after it replays with any later step's values of that layout. graph_safe: whether every
+  // launch of a step over `batch` depends only on what set_batch_fixed puts in device memory.
+  virtual bool supports_graphs() const { return false; }
+  virtual bool graph_safe(const BatchInfo& batch) const { (void)batch; return false; }
+  virtual void set_batch_fixed(const BatchInfo& batch) { set_batch(batch); }
+  // Records the ops `body` enqueues (not run now). Tensors allocated inside come from memory private
+  // to graphs, so eager work never reuses what a replay writes.
+  virtual std::unique_ptr<OpsGraph> capture(const std::function<void()>& body) {
+    (void)body;
+    return nullptr;
+  }
 
   // out[t] = table[ids[t] - vocab_start] for ids inside the shard, zeros elsewhere.
   virtual void embedding(const TensorView& out, const TensorView& table, int vocab_size, int vocab_start) = 0;

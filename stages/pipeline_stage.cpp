@@ -353,6 +353,7 @@ PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, cons
   kv.num_blocks = agreed_kv_blocks(blocks);
   parts.stage = std::make_unique<PipelineStage>(spec, share, std::move(weights), std::move(ops), kv, me.stage,
                                                 layout.pipeline, links, std::move(sampler));
+  parts.stage->set_cuda_graphs(cfg.get_bool("runtime.cuda_graphs"));
   const int configured = static_cast<int>(cfg.get_int("parallel.micro_batches"));
   parts.micro_batches = configured > 0 ? configured : layout.pipeline;
   CONVEYOR_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));

@@ -53,6 +53,8 @@ class PipelineStage {
   int num_stages() const { return num_stages_; }
   int stage() const { return stage_; }
   const StageTimeline& timeline() const { return timeline_; }
+  // runtime.cuda_graphs: decode steps as CUDA graphs (StageModel::set_graphs).
+  void set_cuda_graphs(bool on) { model_->set_graphs(on); }
   // Arms the watchdog's deadline around every wait for a peer (not owned; may be null).
   void set_watchdog(Watchdog* watchdog) { watchdog_ = watchdog; }
   // Call on every rank right after a barrier: the spans' common origin.

@@ -34,7 +34,7 @@ BatchInfo make_batch_info(const StepPlan& plan, int block_size, bool with_token_
 
 StageModel::StageModel(const ModelSpec& spec, const WeightShare& share, WeightSet&& weights, Ops& ops,
                        KvCache& cache, Communicator* tp)
-    : traits_(model_traits(spec, share.tp_size)), share_(share), ops_(ops), cache_(cache) {
+    : traits_(model_traits(spec, share.tp_size)), share_(share), ops_(ops), cache_(cache), tp_(tp) {
   CONVEYOR_CHECK(share.final_norm == share.lm_head, "stage ", share.describe(),
                  ": the final norm and the LM head must be on the same (last) stage");
   CONVEYOR_CHECK(cache.first_layer() == share.first_layer && cache.num_layers() == share.last_layer - share.first_layer,
@@ -62,7 +62,17 @@ KvLayerView StageModel::kv_view(int layer) const {
 }
 
 Tensor StageModel::run(const StepPlan& plan, const Tensor& input, Tensor* logits) {
-  ops_.set_batch(make_batch_info(plan, cache_.shape().block_size, is_first()));
+  BatchInfo b = make_batch_info(plan, cache_.shape().block_size, is_first());
+  if (graphs_on_ && tp_ == nullptr && ops_.supports_graphs() && DecodeGraphs::is_pure_decode(plan) &&
+      ops_.graph_safe(b)) {
+    const int bucket = DecodeGraphs::bucket_for(b.num_seqs());
+    if (bucket > 0) return run_decode_graph(b, bucket, input, logits);
+  }
+  ops_.set_batch(b);
+  return forward_layers(input, logits);
+}
+
+Tensor StageModel::forward_layers(const Tensor& input, Tensor* logits) {
   const int64_t tokens = ops_.batch().num_tokens();
   Tensor hidden;
   if (is_first()) {
@@ -86,6 +96,47 @@ Tensor StageModel::run(const StepPlan& plan, const Tensor& input, Tensor* logits
     }
   }
   return hidden;
+}
+
+// A decode step through the graph of its (bucket, stride): metadata to the layout's fixed buffer,
+// the input hidden states into the graph's input rows, then one launch. The real rows come first.
+Tensor StageModel::run_decode_graph(const BatchInfo& b, int bucket, const Tensor& input, Tensor* logits) {
+  const int n = b.num_tokens();
+  const int64_t n_logits = static_cast<int64_t>(b.logit_rows.size());
+  const int stride = DecodeGraphs::stride_for(b.max_blocks);
+  CONVEYOR_CHECK(is_first() || (input.rows() == n && input.cols() == traits_.hidden), "stage ", share_.describe(),
+                 ": received hidden states [", input.rows(), ", ", input.cols(), "] for a step of ", n, " tokens x ",
+                 traits_.hidden);
+  CONVEYOR_CHECK(!is_last() || logits != nullptr, "stage ", share_.describe(), ": the last stage needs a logits output");
+  ops_.set_batch_fixed(DecodeGraphs::pad(b, bucket, stride));
+  DecodeGraphs::Entry* e = graphs_.find(bucket, stride);
+  Tensor padded_input;
+  if (!is_first()) {
+    padded_input = e ? e->input : ops_.empty(bucket, traits_.hidden);
+    ops_.copy_cols(padded_input.view().row_slice(0, n), 0, input.view(), 0, traits_.hidden);
+  }
+  if (!e && !graphs_.warmed(bucket)) {
+    // First step of this bucket: eager, so GEMMs autotune for it and pools and workspaces exist.
+    graphs_.mark_warmed(bucket);
+    Tensor full_logits;
+    Tensor hidden = forward_layers(padded_input, is_last() ? &full_logits : nullptr);
+    if (is_last()) *logits = full_logits.first_rows(n_logits);
+    return hidden.first_rows(n);
+  }
+  if (!e) {
+    DecodeGraphs::Entry& ne = graphs_.add(bucket, stride);
+    ne.input = padded_input;
+    try {
+      ne.graph = ops_.capture([&] { ne.hidden = forward_layers(ne.input, is_last() ? &ne.logits : nullptr); });
+    } catch (...) {
+      graphs_.erase(bucket, stride);
+      throw;
+    }
+    e = &ne;
+  }
+  e->graph->replay();
+  if (is_last()) *logits = e->logits.first_rows(n_logits);
+  return e->hidden.first_rows(n);
 }
 
 Tensor StageModel::forward(const StepPlan& plan, const Tensor& input, std::vector<float>* logits) {

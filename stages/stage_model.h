@@ -9,6 +9,7 @@
 #include "runtime/communicator.h"
 #include "runtime/kv_cache.h"
 #include "runtime/weight_loader.h"
+#include "stages/decode_graphs.h"
 #include "stages/decoder_layer.h"
 #include "stages/step_plan.h"
 
@@ -38,8 +39,18 @@ class StageModel {
   // run() with the logits copied to the host (tests and the CPU runner).
   Tensor forward(const StepPlan& plan, const Tensor& input, std::vector<float>* logits);
 
+  // Decode steps replay CUDA graphs (decode_graphs.h) when on (the default), the backend supports
+  // them and tp = 1 (a TP all-reduce inside a capture is left out for simplicity); prefill and mixed
+  // steps always run eagerly. Tensors run() returns from a graph are views of the graph's own
+  // buffers: valid until the next step of this stage (consumers are ordered on the ops' stream).
+  void set_graphs(bool on) { graphs_on_ = on; }
+  size_t num_graphs() const { return graphs_.size(); }
+
  private:
   KvLayerView kv_view(int layer) const;
+  // The stage's layers (and head) over the batch of the last set_batch.
+  Tensor forward_layers(const Tensor& input, Tensor* logits);
+  Tensor run_decode_graph(const BatchInfo& b, int bucket, const Tensor& input, Tensor* logits);
 
   ModelTraits traits_;
   WeightShare share_;
@@ -49,6 +60,9 @@ class StageModel {
   std::vector<DecoderLayer> layers_;
   Tensor final_norm_;
   ParallelLmHead lm_head_;
+  Communicator* tp_ = nullptr;
+  bool graphs_on_ = true;
+  DecodeGraphs graphs_;
 };
 
 }  // namespace conveyor

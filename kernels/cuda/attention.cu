@@ -31,6 +31,23 @@ constexpr int kMinPartition = 64;        // fewest positions worth a split of th
 constexpr long long kTargetRows = 4096;
 constexpr int kMaxHeadTile = 8;          // query heads per CTA; registers grow with it
 
+// Splits of the decode kernel: enough CTAs to fill the GPU, no split shorter than kMinPartition.
+// Host and device: with a device max_context the kernels recompute it from the exact value.
+__host__ __device__ inline int choose_splits(int num_tokens, int n_heads, int max_context_len) {
+  const int c = max_context_len > kMinPartition ? (max_context_len + kMinPartition - 1) / kMinPartition : 1;
+  const long long rows = static_cast<long long>(num_tokens) * n_heads;
+  if (c <= 1 || rows >= kTargetRows) return 1;
+  const long long cap = kTargetRows / rows;
+  return static_cast<int>(c < cap ? c : cap);
+}
+
+// The splits this launch uses: exact from device memory when given (never above the grid's).
+__device__ __forceinline__ int live_splits(const PagedAttentionArgs& a) {
+  if (a.max_context == nullptr) return a.splits;
+  const int s = choose_splits(a.num_tokens, a.n_heads, __ldg(a.max_context));
+  return s < a.splits ? s : a.splits;
+}
+
 // ---- KV write ------------------------------------------------------------------------------------
 
 template <typename T>
@@ -74,17 +91,20 @@ __global__ void __launch_bounds__(kThreads)
 // The (token, head) rows and context range one decode CTA owns.
 struct DecodeWork {
   int seq, pos, begin, end;  // positions [begin, end) of this split
+  int splits;                // splits in use (live_splits)
   bool skip;
 };
 
 __device__ __forceinline__ DecodeWork decode_work(const PagedAttentionArgs& a, int t, int split) {
   DecodeWork w;
   w.seq = cuda_detail::find_seq(a.query_start, a.num_seqs, t);
-  w.skip = a.skip_multi && __ldg(a.query_start + w.seq + 1) - __ldg(a.query_start + w.seq) > 1;
+  w.splits = live_splits(a);
+  w.skip = split >= w.splits ||
+           (a.skip_multi && __ldg(a.query_start + w.seq + 1) - __ldg(a.query_start + w.seq) > 1);
   w.pos = __ldg(a.positions + t);
   const int lo = a.window > 0 ? max(0, w.pos - a.window + 1) : 0;
   const int len = w.pos - lo + 1;
-  const int part = (len + a.splits - 1) / a.splits;
+  const int part = (len + w.splits - 1) / w.splits;
   w.begin = lo + split * part;
   w.end = min(w.begin + part, w.pos + 1);
   return w;
@@ -173,7 +193,7 @@ __device__ __forceinline__ void decode_step(DecodeState<G>& st, const float (&qf
 // the split's normalized partial and its (max, sum).
 template <typename T, int D, int G>
 __device__ __forceinline__ void decode_merge(const DecodeState<G>& st, const PagedAttentionArgs& a, int t, int h0,
-                                             int heads) {
+                                             int heads, int splits) {
   constexpr int kLanesPerRow = D / 8;
   constexpr int kGroups = kWarps * (32 / kLanesPerRow);  // kGroups * D == 1024
   __shared__ float acc_s[G][kGroups * D];
@@ -199,10 +219,10 @@ __device__ __forceinline__ void decode_merge(const DecodeState<G>& st, const Pag
       o += wgt * acc_s[g][j * D + d];
     }
     const float val = sum > 0.f ? o / sum : 0.f;
-    if (a.splits == 1) {
+    if (splits == 1) {
       static_cast<T*>(a.out)[(row0 + g) * D + d] = Elem<T>::from_float(val);
     } else {
-      const long long prow = (row0 + g) * a.splits + blockIdx.z;
+      const long long prow = (row0 + g) * splits + blockIdx.z;
       a.part_o[prow * D + d] = val;
       if (d == 0) a.part_ml[prow] = make_float2(mx, sum);
     }
@@ -254,28 +274,30 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a) 
     decode_step<T, D, G>(st, qf, cur);
     cur = next;
   }
-  decode_merge<T, D, G>(st, a, t, h0, heads);
+  decode_merge<T, D, G>(st, a, t, h0, heads, w.splits);
 }
 
 // Merges the splits of one (token, head): weights exp2(m_s - M) * l_s, normalized.
 template <typename T>
 __global__ void decode_reduce_kernel(PagedAttentionArgs a) {
   const int t = blockIdx.x, h = blockIdx.y;
+  const int splits = live_splits(a);
+  if (splits == 1) return;  // the decode kernel wrote the output itself
   if (a.skip_multi) {
     const int seq = cuda_detail::find_seq(a.query_start, a.num_seqs, t);  // blockDim is a multiple of 32
     if (__ldg(a.query_start + seq + 1) - __ldg(a.query_start + seq) > 1) return;
   }
   const long long row = static_cast<long long>(t) * a.n_heads + h;
-  const float2* ml = a.part_ml + row * a.splits;
+  const float2* ml = a.part_ml + row * splits;
   float mx = kNegInf;
-  for (int j = 0; j < a.splits; ++j) mx = fmaxf(mx, ml[j].x);
+  for (int j = 0; j < splits; ++j) mx = fmaxf(mx, ml[j].x);
   const float safe = mx == kNegInf ? 0.f : mx;
   for (int d = threadIdx.x; d < a.head_dim; d += blockDim.x) {
     float sum = 0.f, o = 0.f;
-    for (int j = 0; j < a.splits; ++j) {
+    for (int j = 0; j < splits; ++j) {
       const float wgt = exp2f(ml[j].x - safe) * ml[j].y;
       sum += wgt;
-      o += wgt * a.part_o[(row * a.splits + j) * a.head_dim + d];
+      o += wgt * a.part_o[(row * splits + j) * a.head_dim + d];
     }
     static_cast<T*>(a.out)[row * a.head_dim + d] = Elem<T>::from_float(sum > 0.f ? o / sum : 0.f);
   }
@@ -284,14 +306,6 @@ __global__ void decode_reduce_kernel(PagedAttentionArgs a) {
 int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
 
 int context_splits_max(int max_context_len) { return std::max(1, ceil_div(max_context_len, kMinPartition)); }
-
-// Splits of the decode kernel: enough CTAs to fill the GPU, no split shorter than kMinPartition.
-int choose_splits(int num_tokens, int n_heads, int max_context_len) {
-  const int c = context_splits_max(max_context_len);
-  const long long rows = static_cast<long long>(num_tokens) * n_heads;
-  if (c <= 1 || rows >= kTargetRows) return 1;
-  return static_cast<int>(std::min<long long>(c, kTargetRows / rows));
-}
 
 int head_tile(int group) {
   int g = 1;
@@ -417,6 +431,7 @@ void paged_attention_cuda(void* out, const void* q, const void* k_cache, const v
   a.window = p.sliding_window;
   a.scale_log2 = p.scale * 1.4426950408889634f;
   a.splits = choose_splits(b.num_tokens, p.n_heads, b.max_context_len);
+  a.max_context = b.max_context_len_dev;
   const int tile = head_tile(a.group);
   a.chunks = ceil_div(a.group, tile);
   CONVEYOR_CHECK(static_cast<long long>(a.n_kv_heads) * a.chunks <= 65535 && a.splits <= 65535,

@@ -28,6 +28,10 @@ struct AttentionBatchCuda {
   // number of context splits, so an understatement costs speed, never correctness.
   int max_query_len = 0;    // longest new-token run of one sequence in this batch
   int max_context_len = 0;  // largest (last position + 1) of any sequence
+  // Optional, device [1]: the exact max_context_len. When set, max_context_len may be any upper bound
+  // (it sizes the grid and the workspace) and the kernels split the context as the exact value says,
+  // so the result does not depend on the bound (CUDA graphs replay one launch for many steps).
+  const int32_t* max_context_len_dev = nullptr;
 };
 
 // Writes k, v into the pools at their positions. A token whose position falls outside its block

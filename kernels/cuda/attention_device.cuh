@@ -91,7 +91,10 @@ struct PagedAttentionArgs {
   int n_heads = 0, n_kv_heads = 0, group = 0, head_dim = 0;
   int window = 0;
   float scale_log2 = 0.f;
-  int splits = 1;      // context splits of the decode kernel
+  int splits = 1;      // context splits the decode grid is sized for (an upper bound when max_context is set)
+  // Optional [1] device int: the batch's exact max context; the kernels then derive the splits in use
+  // from it (<= splits; CTAs of higher splits exit), so a CUDA graph serves steps of any context.
+  const int32_t* max_context = nullptr;
   int chunks = 1;      // query-head chunks per KV head in the decode kernel
   int skip_multi = 0;  // 1: the decode kernel leaves sequences with > 1 new token to the prefill kernel
 };

@@ -2,10 +2,15 @@
 // does, so a wiring mistake is an Error naming the op, never a kernel reading out of bounds. Per-step
 // metadata goes up in ONE async copy from pinned memory in set_batch; rope's inv_freq is uploaded once
 // per rope rule (dynamic NTK: once per step, per sequence, only when a sequence passes the limit).
+// Graphs: set_batch_fixed writes the metadata to a buffer fixed per layout, attention sizes its grid
+// for the block stride's context and reads the exact one from device memory, and captured ops draw
+// activations from a pool of their own (graph_pool_) and the split-K workspace from a fixed buffer.
 #include "stages/cuda/cuda_ops.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "kernels/cpu/rope.h"
@@ -81,6 +86,11 @@ class CudaOps final : public Ops {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
   }
+
+  bool supports_graphs() const override { return true; }
+  bool graph_safe(const BatchInfo& b) const override;
+  void set_batch_fixed(const BatchInfo& b) override { stage_batch(b, true); }
+  std::unique_ptr<OpsGraph> capture(const std::function<void()>& body) override;
 
   DType dtype() const override { return dt_; }
   void* stream() const override { return stream_; }
@@ -159,7 +169,7 @@ class CudaOps final : public Ops {
     return std::make_unique<KvCache>(first_layer, num_layers, shape, dt_, std::move(storage));
   }
 
-  void set_batch(const BatchInfo& b) override;
+  void set_batch(const BatchInfo& b) override { stage_batch(b, false); }
 
   void embedding(const TensorView& out, const TensorView& table, int vocab_size, int vocab_start) override {
     CONVEYOR_CHECK(static_cast<int>(batch_.token_ids.size()) == batch_.num_tokens(),
@@ -227,6 +237,7 @@ class CudaOps final : public Ops {
   }
 
  private:
+  void stage_batch(const BatchInfo& b, bool fixed);
   const float* inv_freq_for_rope(const RopeParams& p);
   const float* dynamic_inv_freq(const RopeTable& table, int half);
 
@@ -235,6 +246,7 @@ class CudaOps final : public Ops {
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<GemmRunner> gemm_;
   std::shared_ptr<DevicePool> pool_;
+  std::shared_ptr<DevicePool> graph_pool_ = std::make_shared<DevicePool>();  // swapped in while capturing
 
   // The step's metadata on the device (one buffer, carved up in set_batch).
   PinnedRing staging_;
@@ -243,6 +255,10 @@ class CudaOps final : public Ops {
   const int32_t* d_logit_rows_ = nullptr;
   AttentionBatchCuda ab_;
   GrowingBuffer workspace_;
+  // Graphs: metadata per layout (array sizes), the split-K workspace at its largest (fixed address).
+  bool fixed_ = false;  // the last batch came from set_batch_fixed
+  std::map<std::array<size_t, 5>, GrowingBuffer> fixed_meta_;
+  GrowingBuffer graph_workspace_;
 
   // Rope: the host table and its static inv_freq on the device; per-sequence dynamic ones per step.
   std::unique_ptr<RopeTable> rope_;
@@ -253,7 +269,7 @@ class CudaOps final : public Ops {
   bool dynamic_ready_ = false;  // rope_dynamic_ holds this step's per-sequence inv_freq
 };
 
-void CudaOps::set_batch(const BatchInfo& b) {
+void CudaOps::stage_batch(const BatchInfo& b, bool fixed) {
   CONVEYOR_CHECK(b.query_start.size() >= 1 && b.query_start.back() == b.num_tokens(),
                  "cuda set_batch: query_start must end at the token count ", b.num_tokens());
   CONVEYOR_CHECK(b.token_ids.empty() || static_cast<int>(b.token_ids.size()) == b.num_tokens(),
@@ -262,14 +278,20 @@ void CudaOps::set_batch(const BatchInfo& b) {
                      b.block_tables.size() == static_cast<size_t>(b.num_seqs()) * b.max_blocks,
                  "cuda set_batch: per-sequence arrays do not match ", b.num_seqs(), " sequences");
   batch_ = b;
+  fixed_ = fixed;
   dynamic_ready_ = false;
-  // Layout (int32): ids | positions | query_start | block_tables | logit_rows.
+  int32_t max_context = 0;
+  for (int32_t len : b.rope_seq_len) max_context = std::max(max_context, len);
+  // Layout (int32): ids | positions | query_start | block_tables | logit_rows | max context.
   const std::vector<int32_t>* parts[] = {&b.token_ids, &b.positions, &b.query_start, &b.block_tables, &b.logit_rows};
-  size_t total = 0;
-  for (const auto* v : parts) total += v->size();
+  std::array<size_t, 5> sizes{};
+  size_t total = 1;
+  for (int i = 0; i < 5; ++i) total += sizes[static_cast<size_t>(i)] = parts[i]->size();
   const size_t bytes = total * sizeof(int32_t);
   auto* host = static_cast<int32_t*>(staging_.acquire(bytes));
-  auto* dev = static_cast<int32_t*>(meta_.reserve(bytes, stream_));
+  // A fixed layout's buffer is allocated once and never grows: graphs hold its address.
+  GrowingBuffer& buf = fixed ? fixed_meta_[sizes] : meta_;
+  auto* dev = static_cast<int32_t*>(buf.reserve(bytes, stream_));
   const int32_t* at[5];
   size_t off = 0;
   for (int i = 0; i < 5; ++i) {
@@ -277,6 +299,7 @@ void CudaOps::set_batch(const BatchInfo& b) {
     at[i] = parts[i]->empty() ? nullptr : dev + off;
     off += parts[i]->size();
   }
+  host[off] = max_context;
   staging_.copy_to_device(dev, bytes, stream_);
   d_ids_ = at[0];
   d_logit_rows_ = at[4];
@@ -287,10 +310,57 @@ void CudaOps::set_batch(const BatchInfo& b) {
   ab_.query_start = at[2];
   ab_.block_tables = at[3];
   ab_.max_blocks_per_seq = b.max_blocks;
-  for (int s = 0; s < b.num_seqs(); ++s) {
+  ab_.max_context_len = max_context;
+  ab_.max_context_len_dev = dev + off;
+  for (int s = 0; s < b.num_seqs(); ++s)
     ab_.max_query_len = std::max(ab_.max_query_len, b.query_start[s + 1] - b.query_start[s]);
-    ab_.max_context_len = std::max(ab_.max_context_len, b.rope_seq_len[s]);
+}
+
+bool CudaOps::graph_safe(const BatchInfo& b) const {
+  if (!rope_) return false;  // no step has run yet: the rope tables are uploaded eagerly first
+  if (!rope_->is_dynamic()) return true;
+  for (int32_t len : b.rope_seq_len)
+    if (len > rope_params_.max_position_embeddings) return false;  // per-sequence launches (rope())
+  return true;
+}
+
+class CudaGraph final : public OpsGraph {
+ public:
+  CudaGraph(cudaGraphExec_t exec, cudaStream_t stream) : exec_(exec), stream_(stream) {}
+  ~CudaGraph() override {
+    cudaStreamSynchronize(stream_);  // an evicted graph may still be running
+    cudaGraphExecDestroy(exec_);
   }
+  void replay() override { CONVEYOR_CUDA_CHECK(cudaGraphLaunch(exec_, stream_)); }
+
+ private:
+  cudaGraphExec_t exec_;
+  cudaStream_t stream_;
+};
+
+std::unique_ptr<OpsGraph> CudaOps::capture(const std::function<void()>& body) {
+  CONVEYOR_CHECK(fixed_, "internal: cuda capture needs the metadata of set_batch_fixed");
+  std::swap(pool_, graph_pool_);
+  // Relaxed: a capture on this stream does not forbid other threads' CUDA calls (sampler, NCCL).
+  CONVEYOR_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+  cudaGraph_t graph = nullptr;
+  try {
+    body();
+  } catch (...) {
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    std::swap(pool_, graph_pool_);
+    throw;
+  }
+  const cudaError_t rc = cudaStreamEndCapture(stream_, &graph);
+  std::swap(pool_, graph_pool_);
+  CONVEYOR_CUDA_CHECK(rc);
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t irc = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  CONVEYOR_CUDA_CHECK(irc);
+  return std::make_unique<CudaGraph>(exec, stream_);
 }
 
 const float* CudaOps::inv_freq_for_rope(const RopeParams& p) {
@@ -366,9 +436,21 @@ void CudaOps::attention(const TensorView& out, const TensorView& q, const Tensor
   ap.n_heads = cfg.n_heads;
   ap.scale = cfg.scale;
   ap.sliding_window = cfg.sliding_window;
-  const size_t ws = paged_attention_workspace_bytes(tokens, cfg.n_heads, cfg.head_dim, ab_.max_context_len);
-  void* workspace = ws > 0 ? workspace_.reserve(ws, stream_) : nullptr;
-  paged_attention_cuda(out.data, q.data, cache.k, cache.v, ab_, cache.shape, ap, workspace, dt_, stream_);
+  AttentionBatchCuda ab = ab_;
+  void* workspace = nullptr;
+  if (fixed_) {
+    // The launch (grid, workspace) must suit every step of this layout: size it for the longest
+    // context the block stride allows; the kernels split by the exact one (ab.max_context_len_dev).
+    ab.max_context_len = std::max(ab.max_context_len, ab.max_blocks_per_seq * cache.shape.block_size);
+    // The largest workspace any launch takes (it is capped by kTargetRows), allocated once, outside
+    // any capture (the first fixed step runs eagerly), so graphs keep a valid address.
+    const size_t most = paged_attention_workspace_bytes(1 << 20, 1 << 10, cfg.head_dim, 1 << 30);
+    workspace = graph_workspace_.reserve(most, stream_);
+  } else {
+    const size_t ws = paged_attention_workspace_bytes(tokens, cfg.n_heads, cfg.head_dim, ab.max_context_len);
+    if (ws > 0) workspace = workspace_.reserve(ws, stream_);
+  }
+  paged_attention_cuda(out.data, q.data, cache.k, cache.v, ab, cache.shape, ap, workspace, dt_, stream_);
 }
 
 }  // namespace

@@ -37,7 +37,15 @@ size_t reserved_bytes(const Config& cfg, const ModelSpec& spec, const WeightShar
   const size_t logits = share.lm_head ? rows * vocab * sizeof(float) * (3 + static_cast<size_t>(share.tp_size)) : 0;
   // CudaSampler: processed logits, two key and two id buffers, and CUB's temporary space.
   const size_t sampler = samples ? std::min<size_t>(rows, kMaxSamplerRows) * vocab * 28 : 0;
-  return weight_bytes + activations + logits + sampler + kFixedMargin;
+  // Decode graphs (stage_model.h): a private pool as big as one padded decode step's activations,
+  // and each bucket's held input, hidden and logits (buckets up to max_num_seqs sum to < 2x it).
+  size_t graphs = 0;
+  if (cfg.get_bool("runtime.cuda_graphs") && share.tp_size == 1) {
+    const size_t padded = std::min<size_t>(2 * rows, 256);
+    graphs = 2 * padded * per_token * elem +
+             2 * padded * (2 * static_cast<size_t>(traits.hidden) * elem + (share.lm_head ? vocab * sizeof(float) : 0));
+  }
+  return weight_bytes + activations + logits + sampler + graphs + kFixedMargin;
 }
 
 }  // namespace
