@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/rope.h"
 #include "kernels/dtype.h"
 #include "runtime/host_tensor.h"
 #include "runtime/kv_cache.h"
@@ -65,6 +66,10 @@ struct RopeParams {
 };
 
 // One step's tokens as the host describes them; set_batch copies what the backend needs.
+// Both backends keep one RopeTable and rebuild it only when the parameters change.
+bool same_rope(const RopeParams& a, const RopeParams& b);
+std::unique_ptr<RopeTable> make_rope_table(const RopeParams& p);
+
 struct BatchInfo {
   std::vector<int32_t> token_ids;     // [tokens]; empty on stages without the embedding
   std::vector<int32_t> positions;     // [tokens]

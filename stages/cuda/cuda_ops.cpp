@@ -27,28 +27,6 @@
 namespace conveyor {
 namespace {
 
-RopeFreqScaling to_kernel_scaling(const RopeParams& p) {
-  RopeFreqScaling s;
-  switch (p.kind) {
-    case RopeKind::kDefault: s.type = RopeFreqType::kNone; break;
-    case RopeKind::kLinear: s.type = RopeFreqType::kLinear; break;
-    case RopeKind::kLlama3: s.type = RopeFreqType::kLlama3; break;
-    case RopeKind::kDynamic: s.type = RopeFreqType::kDynamic; break;
-  }
-  s.factor = static_cast<float>(p.factor);
-  s.low_freq_factor = static_cast<float>(p.low_freq_factor);
-  s.high_freq_factor = static_cast<float>(p.high_freq_factor);
-  s.original_max_position_embeddings = p.original_max_position_embeddings;
-  return s;
-}
-
-bool same_rope(const RopeParams& a, const RopeParams& b) {
-  return a.head_dim == b.head_dim && a.theta == b.theta && a.kind == b.kind && a.factor == b.factor &&
-         a.low_freq_factor == b.low_freq_factor && a.high_freq_factor == b.high_freq_factor &&
-         a.original_max_position_embeddings == b.original_max_position_embeddings &&
-         a.max_position_embeddings == b.max_position_embeddings;
-}
-
 void check_view(const TensorView& t, DType dt, const char* op, const char* what) {
   CONVEYOR_CHECK(t.data != nullptr || t.numel() == 0, "cuda ", op, ": ", what, " has no data");
   CONVEYOR_CHECK(t.dtype == dt, "cuda ", op, ": ", what, " is ", dtype_name(t.dtype), ", expected ", dtype_name(dt));
@@ -365,7 +343,7 @@ std::unique_ptr<OpsGraph> CudaOps::capture(const std::function<void()>& body) {
 
 const float* CudaOps::inv_freq_for_rope(const RopeParams& p) {
   if (!rope_ || !same_rope(p, rope_params_)) {
-    rope_ = std::make_unique<RopeTable>(p.head_dim, p.theta, to_kernel_scaling(p), p.max_position_embeddings);
+    rope_ = make_rope_table(p);
     rope_params_ = p;
     const std::vector<float>& f = rope_->static_inv_freq();
     void* d = rope_static_.reserve(f.size() * sizeof(float), stream_);

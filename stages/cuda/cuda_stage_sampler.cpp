@@ -12,23 +12,6 @@
 namespace conveyor {
 namespace {
 
-SamplingRowParams row_params(const PlanSampler::SeqState& s) {
-  const SamplingParams& p = s.params;
-  SamplingRowParams r;
-  r.temperature = p.greedy() ? 0.f : static_cast<float>(p.temperature);
-  r.top_k = static_cast<int32_t>(p.top_k);
-  r.top_p = p.top_p;
-  r.min_p = p.min_p;
-  r.repetition_penalty = static_cast<float>(p.repetition_penalty);
-  r.presence_penalty = static_cast<float>(p.presence_penalty);
-  r.frequency_penalty = static_cast<float>(p.frequency_penalty);
-  r.seed = s.seed;
-  r.step = s.output_ids.size();
-  r.min_tokens_active = static_cast<int64_t>(s.output_ids.size()) < p.min_tokens ? 1 : 0;
-  r.ignore_eos = p.ignore_eos ? 1 : 0;
-  r.num_logprobs = p.logprobs ? static_cast<int32_t>(*p.logprobs) : -1;
-  return r;
-}
 
 SampleResult to_result(const SampledToken& t, const SamplingParams& p) {
   SampleResult r;
@@ -79,7 +62,7 @@ class CudaStageSampler final : public StageSampler {
     std::vector<int32_t> hist, num_out, mask;
     for (int r = 0; r < count; ++r) {
       const PlanSampler::SeqState& s = *rows[r];
-      params.push_back(row_params(s));
+      params.push_back(sampling_row_params(s.params, s.seed, s.output_ids.size()));
       hist.insert(hist.end(), s.prompt_ids.begin(), s.prompt_ids.end());
       hist.insert(hist.end(), s.output_ids.begin(), s.output_ids.end());
       hist_off.push_back(static_cast<int64_t>(hist.size()));
@@ -106,6 +89,23 @@ class CudaStageSampler final : public StageSampler {
 };
 
 }  // namespace
+
+SamplingRowParams sampling_row_params(const SamplingParams& p, uint64_t seed, size_t num_outputs) {
+  SamplingRowParams r;
+  r.temperature = p.greedy() ? 0.f : static_cast<float>(p.temperature);
+  r.top_k = static_cast<int32_t>(p.top_k);
+  r.top_p = p.top_p;
+  r.min_p = p.min_p;
+  r.repetition_penalty = static_cast<float>(p.repetition_penalty);
+  r.presence_penalty = static_cast<float>(p.presence_penalty);
+  r.frequency_penalty = static_cast<float>(p.frequency_penalty);
+  r.seed = seed;
+  r.step = num_outputs;
+  r.min_tokens_active = static_cast<int64_t>(num_outputs) < p.min_tokens ? 1 : 0;
+  r.ignore_eos = p.ignore_eos ? 1 : 0;
+  r.num_logprobs = p.logprobs ? static_cast<int32_t>(*p.logprobs) : -1;
+  return r;
+}
 
 std::unique_ptr<StageSampler> make_cuda_stage_sampler(void* stream, int64_t vocab, int max_rows) {
   return std::make_unique<CudaStageSampler>(stream, vocab, max_rows);

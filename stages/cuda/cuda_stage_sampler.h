@@ -7,9 +7,14 @@
 #include <cstdint>
 #include <memory>
 
+#include "kernels/cuda/sampling.h"
+#include "runtime/sampling_params.h"
 #include "stages/plan_sampler.h"
 
 namespace conveyor {
+
+// One sequence's parameters as the CUDA sampler reads them (greedy as temperature 0; step = outputs).
+SamplingRowParams sampling_row_params(const SamplingParams& p, uint64_t seed, size_t num_outputs);
 
 // stream: the ops' stream (Ops::stream()); max_rows: rows sampled per launch (a plan with more
 // logits rows is sampled in several launches).

@@ -15,6 +15,7 @@
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/error.h"
 #include "runtime/sampler.h"
+#include "stages/cuda/cuda_stage_sampler.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
@@ -81,23 +82,7 @@ struct RowCase {
   uint64_t seed = 0;
 };
 
-SamplingRowParams to_row(const RowCase& c) {
-  const SamplingParams& p = c.params;
-  SamplingRowParams r;
-  r.temperature = p.greedy() ? 0.f : static_cast<float>(p.temperature);
-  r.top_k = static_cast<int32_t>(p.top_k);
-  r.top_p = p.top_p;
-  r.min_p = p.min_p;
-  r.repetition_penalty = static_cast<float>(p.repetition_penalty);
-  r.presence_penalty = static_cast<float>(p.presence_penalty);
-  r.frequency_penalty = static_cast<float>(p.frequency_penalty);
-  r.seed = c.seed;
-  r.step = c.output.size();
-  r.min_tokens_active = static_cast<int64_t>(c.output.size()) < p.min_tokens ? 1 : 0;
-  r.ignore_eos = p.ignore_eos ? 1 : 0;
-  r.num_logprobs = p.logprobs ? static_cast<int32_t>(*p.logprobs) : -1;
-  return r;
-}
+SamplingRowParams to_row(const RowCase& c) { return sampling_row_params(c.params, c.seed, c.output.size()); }
 
 // Samples `cases` on the GPU and on the CPU and checks every row; logits are [rows, vocab].
 void check_against_cpu(const std::vector<float>& logits, int64_t vocab, const std::vector<RowCase>& cases,
