@@ -1,5 +1,5 @@
-// The self-attention block of a Llama-family layer: column-parallel Q, K, V projections (with bias
-// on qwen2), rotary embedding, paged attention over this layer's KV pool, row-parallel O projection
+// The self-attention block of a Llama-family layer: column-parallel Q, K, V projections fused into one
+// GEMM (with bias on qwen2), rotary embedding, paged attention over this layer's KV pool, row-parallel O projection
 // (whose all-reduce makes the output whole on every TP rank).
 #pragma once
 
@@ -13,11 +13,11 @@ namespace conveyor {
 class Attention {
  public:
   Attention(const ModelTraits& traits, int layer, WeightBank& weights, Communicator* tp);
-  // x: normed hidden states [tokens, hidden]; returns [tokens, hidden].
-  Tensor forward(Ops& ops, const TensorView& x, const KvLayerView& cache) const;
+  // x: normed hidden states [tokens, hidden]; residual [tokens, hidden] += the block's output.
+  void forward(Ops& ops, const TensorView& x, const KvLayerView& cache, const TensorView& residual) const;
 
  private:
-  ColumnParallelLinear q_, k_, v_;
+  ColumnParallelLinear qkv_;  // this rank's q rows | k rows | v rows: one GEMM
   RowParallelLinear o_;
   AttentionConfig config_;
   RopeParams rope_;

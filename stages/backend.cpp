@@ -1,6 +1,8 @@
 // The backend-neutral helpers of backend.h.
 #include "stages/backend.h"
 
+#include "runtime/error.h"
+
 namespace conveyor {
 
 bool same_rope(const RopeParams& a, const RopeParams& b) {
@@ -23,6 +25,28 @@ std::unique_ptr<RopeTable> make_rope_table(const RopeParams& p) {
   s.high_freq_factor = static_cast<float>(p.high_freq_factor);
   s.original_max_position_embeddings = p.original_max_position_embeddings;
   return std::make_unique<RopeTable>(p.head_dim, p.theta, s, p.max_position_embeddings);
+}
+
+void Ops::linear_add(const TensorView& out, const TensorView& x, const TensorView& w) {
+  Tensor y = empty(out.rows, out.cols, out.dtype);
+  linear(y.view(), x, w, TensorView{});
+  add(out, out, y.view());
+}
+
+void Ops::qkv_attention(const TensorView& out, const TensorView& qkv, const KvLayerView& cache,
+                        const AttentionConfig& cfg, const RopeParams& rope_params) {
+  const int64_t q_cols = static_cast<int64_t>(cfg.n_heads) * cfg.head_dim;
+  const int64_t kv_cols = static_cast<int64_t>(cfg.n_kv_heads) * cfg.head_dim;
+  CONVEYOR_CHECK(qkv.cols == q_cols + 2 * kv_cols, "qkv_attention: qkv has ", qkv.cols, " columns, expected ",
+                 q_cols, " + 2 x ", kv_cols);
+  Tensor q = empty(qkv.rows, q_cols, qkv.dtype);
+  Tensor k = empty(qkv.rows, kv_cols, qkv.dtype);
+  Tensor v = empty(qkv.rows, kv_cols, qkv.dtype);
+  copy_cols(q.view(), 0, qkv, 0, q_cols);
+  copy_cols(k.view(), 0, qkv, q_cols, kv_cols);
+  copy_cols(v.view(), 0, qkv, q_cols + kv_cols, kv_cols);
+  rope(q.view(), k.view(), cfg.n_heads, cfg.n_kv_heads, rope_params);
+  attention(out, q.view(), k.view(), v.view(), cache, cfg);
 }
 
 }  // namespace conveyor

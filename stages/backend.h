@@ -161,11 +161,19 @@ class Ops {
   // out = x W^T (+ bias); w is [out_features, in_features], bias [1, out_features] or empty. out may
   // be kF32 while x and w are dtype() (the LM head's logits).
   virtual void linear(const TensorView& out, const TensorView& x, const TensorView& w, const TensorView& bias) = 0;
+  // out += x W^T, out in dtype() (a projection added into the residual stream). The default is linear
+  // into a temporary, then add; a GPU accumulates in the GEMM (one rounding, no extra pass).
+  virtual void linear_add(const TensorView& out, const TensorView& x, const TensorView& w);
   // Rotates q [tokens, n_heads * head_dim] and k [tokens, n_kv_heads * head_dim] in place.
   virtual void rope(const TensorView& q, const TensorView& k, int n_heads, int n_kv_heads, const RopeParams& p) = 0;
   // Writes k, v into the cache, then out = attention of q over each sequence's cached positions.
   virtual void attention(const TensorView& out, const TensorView& q, const TensorView& k, const TensorView& v,
                          const KvLayerView& cache, const AttentionConfig& cfg) = 0;
+  // Attention from one fused projection: qkv [tokens, (n_heads + 2 n_kv_heads) * head_dim] holds
+  // q | k | v per token. The default splits it, rotates q and k and calls attention(); a GPU does the
+  // split, rope and KV-cache write in one kernel.
+  virtual void qkv_attention(const TensorView& out, const TensorView& qkv, const KvLayerView& cache,
+                             const AttentionConfig& cfg, const RopeParams& rope_params);
   // out [tokens, inter] = silu(gate) * up of gate_up [tokens, 2 * inter] (gate | up).
   virtual void silu_mul(const TensorView& out, const TensorView& gate_up) = 0;
   virtual void add(const TensorView& out, const TensorView& a, const TensorView& b) = 0;  // may alias

@@ -1,5 +1,5 @@
-// DecoderLayer (see decoder_layer.h). The middle norm is fused with the residual add; the add after
-// the MLP is not, so that the stream leaving a layer (and a stage) is the plain hidden state.
+// DecoderLayer (see decoder_layer.h). Both residual adds ride the row-parallel projections (O and
+// down accumulate into the stream), so the stream leaving a layer (and a stage) is the plain hidden state.
 #include "stages/decoder_layer.h"
 
 #include <string>
@@ -22,10 +22,9 @@ DecoderLayer::DecoderLayer(const ModelTraits& traits, int layer, WeightBank& w, 
 void DecoderLayer::forward(Ops& ops, const TensorView& residual, const KvLayerView& cache) const {
   Tensor h = ops.empty(residual.rows, residual.cols);
   ops.rms_norm(h.view(), residual, attn_norm_.view(), eps_);
-  Tensor attn = attention_.forward(ops, h.view(), cache);
-  ops.fused_add_rms_norm(h.view(), attn.view(), residual, mlp_norm_.view(), eps_);
-  Tensor mlp = mlp_.forward(ops, h.view());
-  ops.add(residual, residual, mlp.view());
+  attention_.forward(ops, h.view(), cache, residual);
+  ops.rms_norm(h.view(), residual, mlp_norm_.view(), eps_);
+  mlp_.forward(ops, h.view(), residual);
 }
 
 }  // namespace conveyor

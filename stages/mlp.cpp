@@ -15,11 +15,11 @@ Mlp::Mlp(const ModelTraits& traits, int layer, WeightBank& w, Communicator* tp) 
   down_ = RowParallelLinear(w.take(p + "down_proj"), tp);
 }
 
-Tensor Mlp::forward(Ops& ops, const TensorView& x) const {
+void Mlp::forward(Ops& ops, const TensorView& x, const TensorView& residual) const {
   Tensor gate_up = gate_up_.forward(ops, x);
   Tensor act = ops.empty(x.rows, gate_up.cols() / 2);
   ops.silu_mul(act.view(), gate_up.view());
-  return down_.forward(ops, act.view());
+  down_.forward_add(ops, act.view(), residual);
 }
 
 }  // namespace conveyor

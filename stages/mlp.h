@@ -13,7 +13,8 @@ namespace conveyor {
 class Mlp {
  public:
   Mlp(const ModelTraits& traits, int layer, WeightBank& weights, Communicator* tp);
-  Tensor forward(Ops& ops, const TensorView& x) const;  // [tokens, hidden] -> [tokens, hidden]
+  // x: normed hidden states [tokens, hidden]; residual [tokens, hidden] += the MLP's output.
+  void forward(Ops& ops, const TensorView& x, const TensorView& residual) const;
 
  private:
   ColumnParallelLinear gate_up_;

@@ -39,6 +39,15 @@ Tensor RowParallelLinear::forward(Ops& ops, const TensorView& x) const {
   return y;
 }
 
+void RowParallelLinear::forward_add(Ops& ops, const TensorView& x, const TensorView& residual) const {
+  if (!distributed(tp_)) {
+    ops.linear_add(residual, x, weight_.view());
+    return;
+  }
+  Tensor y = forward(ops, x);
+  ops.add(residual, residual, y.view());
+}
+
 VocabParallelEmbedding::VocabParallelEmbedding(Tensor table, int vocab_size, int vocab_start, Communicator* tp)
     : table_(std::move(table)), vocab_size_(vocab_size), vocab_start_(vocab_start), tp_(tp) {}
 

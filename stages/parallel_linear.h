@@ -33,6 +33,9 @@ class RowParallelLinear {
   RowParallelLinear() = default;
   RowParallelLinear(Tensor weight, Communicator* tp);  // weight [out, in_local]
   Tensor forward(Ops& ops, const TensorView& x) const;  // [tokens, out]
+  // residual [tokens, out] += y. Without TP the GEMM accumulates into the residual (Ops::linear_add);
+  // with TP the partial products are all-reduced first, then added.
+  void forward_add(Ops& ops, const TensorView& x, const TensorView& residual) const;
 
  private:
   Tensor weight_;

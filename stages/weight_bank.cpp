@@ -30,6 +30,20 @@ Tensor WeightBank::take_concat_rows(const std::string& a, const std::string& b) 
   return ops_.adopt(std::move(ta));
 }
 
+Tensor WeightBank::take_concat_rows(const std::vector<std::string>& names) {
+  HostTensor all = take_host(names.at(0));
+  all.name = names[0];
+  for (size_t i = 1; i < names.size(); ++i) {
+    HostTensor t = take_host(names[i]);
+    CONVEYOR_CHECK(t.shape.size() == all.shape.size() && (t.shape.size() == 1 || t.shape[1] == all.shape[1]),
+                   "weights '", names[0], "' and '", names[i], "' cannot be stacked");
+    all.data.insert(all.data.end(), t.data.begin(), t.data.end());
+    all.shape[0] += t.shape[0];
+    all.name += "+" + names[i];
+  }
+  return ops_.adopt(std::move(all));
+}
+
 void WeightBank::finish() const {
   if (weights_.tensors.empty()) return;
   std::vector<std::string> left;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/weight_loader.h"
 #include "stages/backend.h"
@@ -19,6 +20,7 @@ class WeightBank {
   Tensor take(const std::string& name);
   // Row-wise concatenation [a; b] of two weights with equal columns (gate|up, for one matmul).
   Tensor take_concat_rows(const std::string& a, const std::string& b);
+  Tensor take_concat_rows(const std::vector<std::string>& names);  // TEMP (lazy-weights branch replaces)
   void finish() const;  // throws naming any weight no layer took
 
  private:

@@ -54,9 +54,13 @@ __global__ void __launch_bounds__(kThreads)
   rotate_rows(kt, kt, n_kv_heads, half, cos_s, sin_s);
 }
 
+// Token t's q row is read from q_in + t * in_stride and written rotated to q_out (may be q_in when the
+// strides agree); its k and v rows are read at k_in / v_in + t * in_stride (a fused qkv row, or
+// plain k and v with in_stride = n_kv_heads * head_dim and q in place).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    rope_write_kv_kernel(T* q, const T* k, const T* v, T* k_cache, T* v_cache, const float* inv_freq,
+    rope_write_kv_kernel(T* q_out, const T* q_in, const T* k_in, const T* v_in, long long q_in_stride,
+                         long long kv_in_stride, T* k_cache, T* v_cache, const float* inv_freq,
                          const int32_t* query_start, const int32_t* positions, const int32_t* block_tables,
                          int num_seqs, int max_blocks, int num_blocks, int block_size, int n_heads,
                          int n_kv_heads, int half) {
@@ -74,12 +78,12 @@ __global__ void __launch_bounds__(kThreads)
   }
   fill_sincos(pos, inv_freq, half, cos_s, sin_s);
   __syncthreads();
-  T* qt = q + static_cast<long long>(t) * n_heads * 2 * half;
-  rotate_rows(qt, qt, n_heads, half, cos_s, sin_s);
+  rotate_rows(q_out + static_cast<long long>(t) * n_heads * 2 * half, q_in + t * q_in_stride, n_heads, half, cos_s,
+              sin_s);
   const long long row = row_s;
   if (row < 0) return;
-  rotate_rows(k_cache + row, k + t * token_elems, n_kv_heads, half, cos_s, sin_s);
-  const T* vt = v + t * token_elems;
+  rotate_rows(k_cache + row, k_in + t * kv_in_stride, n_kv_heads, half, cos_s, sin_s);
+  const T* vt = v_in + t * kv_in_stride;
   T* dst = v_cache + row;
   for (long long i = threadIdx.x; i < token_elems; i += blockDim.x) dst[i] = vt[i];
 }
@@ -99,15 +103,45 @@ void launch_rope(void* q, void* k, const int32_t* positions, const float* inv_fr
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
+// Where a launch of rope_write_kv_kernel reads its rows.
+struct RopeSources {
+  void* q_out;
+  const void* q_in;
+  const void* k_in;
+  const void* v_in;
+  long long q_in_stride;
+  long long kv_in_stride;
+};
+
 template <typename T>
-void launch_rope_write_kv(void* q, const void* k, const void* v, void* k_cache, void* v_cache,
-                          const float* inv_freq, const AttentionBatchCuda& b, const PagedKvShape& shape,
-                          int n_heads, cudaStream_t s) {
+void launch_rope_write_kv(const RopeSources& src, void* k_cache, void* v_cache, const float* inv_freq,
+                          const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, cudaStream_t s) {
   rope_write_kv_kernel<T><<<b.num_tokens, kThreads, 0, s>>>(
-      static_cast<T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), static_cast<T*>(k_cache),
+      static_cast<T*>(src.q_out), static_cast<const T*>(src.q_in), static_cast<const T*>(src.k_in),
+      static_cast<const T*>(src.v_in), src.q_in_stride, src.kv_in_stride, static_cast<T*>(k_cache),
       static_cast<T*>(v_cache), inv_freq, b.query_start, b.positions, b.block_tables, b.num_seqs,
       b.max_blocks_per_seq, shape.num_blocks, shape.block_size, n_heads, shape.n_kv_heads, shape.head_dim / 2);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+
+void rope_write_kv_any(const RopeSources& src, void* k_cache, void* v_cache, const float* inv_freq,
+                       const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, DType dt,
+                       cudaStream_t s, const char* who) {
+  CONVEYOR_CHECK(b.num_tokens >= 0 && b.num_seqs >= 0 && n_heads > 0 && shape.n_kv_heads > 0 &&
+                     shape.num_blocks > 0 && shape.block_size > 0,
+                 who, ": bad shape tokens=", b.num_tokens, " seqs=", b.num_seqs, " n_heads=", n_heads,
+                 " n_kv_heads=", shape.n_kv_heads, " num_blocks=", shape.num_blocks, " block_size=", shape.block_size);
+  check_rope_dims(shape.head_dim, dt);
+  if (b.num_tokens == 0) return;
+  CONVEYOR_CHECK(b.num_seqs > 0, who, ": ", b.num_tokens, " tokens but no sequence");
+  CONVEYOR_CHECK(src.q_out && src.q_in && src.k_in && src.v_in && k_cache && v_cache && inv_freq && b.query_start &&
+                     b.positions && b.block_tables,
+                 who, ": null pointer argument");
+  switch (dt) {
+    case DType::kBF16: return launch_rope_write_kv<__nv_bfloat16>(src, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
+    case DType::kF16: return launch_rope_write_kv<__half>(src, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
+    default: return launch_rope_write_kv<float>(src, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
+  }
 }
 
 }  // namespace
@@ -132,24 +166,22 @@ void rope_cuda(void* q, void* k, const int32_t* positions, const float* inv_freq
 void rope_write_kv_cuda(void* q, const void* k, const void* v, void* k_cache, void* v_cache, const float* inv_freq,
                         const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, DType dt,
                         cudaStream_t s) {
-  CONVEYOR_CHECK(b.num_tokens >= 0 && b.num_seqs >= 0 && n_heads > 0 && shape.n_kv_heads > 0 &&
-                     shape.num_blocks > 0 && shape.block_size > 0,
-                 "rope_write_kv_cuda: bad shape tokens=", b.num_tokens, " seqs=", b.num_seqs, " n_heads=", n_heads,
-                 " n_kv_heads=", shape.n_kv_heads, " num_blocks=", shape.num_blocks, " block_size=",
-                 shape.block_size);
-  check_rope_dims(shape.head_dim, dt);
-  if (b.num_tokens == 0) return;
-  CONVEYOR_CHECK(b.num_seqs > 0, "rope_write_kv_cuda: ", b.num_tokens, " tokens but no sequence");
-  CONVEYOR_CHECK(q && k && v && k_cache && v_cache && inv_freq && b.query_start && b.positions && b.block_tables,
-                 "rope_write_kv_cuda: null pointer argument");
-  switch (dt) {
-    case DType::kBF16:
-      return launch_rope_write_kv<__nv_bfloat16>(q, k, v, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
-    case DType::kF16:
-      return launch_rope_write_kv<__half>(q, k, v, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
-    default:
-      return launch_rope_write_kv<float>(q, k, v, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
-  }
+  const long long kv = static_cast<long long>(shape.n_kv_heads) * shape.head_dim;
+  const RopeSources src{q, q, k, v, static_cast<long long>(n_heads) * shape.head_dim, kv};
+  rope_write_kv_any(src, k_cache, v_cache, inv_freq, b, shape, n_heads, dt, s, "rope_write_kv_cuda");
+}
+
+void rope_qkv_write_kv_cuda(void* q_out, const void* qkv, void* k_cache, void* v_cache, const float* inv_freq,
+                            const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, DType dt,
+                            cudaStream_t s) {
+  const long long q_cols = static_cast<long long>(n_heads) * shape.head_dim;
+  const long long kv_cols = static_cast<long long>(shape.n_kv_heads) * shape.head_dim;
+  const long long stride = q_cols + 2 * kv_cols;
+  const size_t es = dtype_size(dt);
+  const char* base = static_cast<const char*>(qkv);
+  const RopeSources src{q_out, qkv, qkv ? base + q_cols * es : nullptr, qkv ? base + (q_cols + kv_cols) * es : nullptr,
+                        stride, stride};
+  rope_write_kv_any(src, k_cache, v_cache, inv_freq, b, shape, n_heads, dt, s, "rope_qkv_write_kv_cuda");
 }
 
 }  // namespace conveyor

@@ -32,4 +32,11 @@ void rope_write_kv_cuda(void* q,               // [num_tokens, n_heads, head_dim
                         const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, DType dt,
                         cudaStream_t s);
 
+// The same from one fused projection: qkv [num_tokens, (n_heads + 2 n_kv_heads) * head_dim] holds
+// q | k | v per token (left untouched); rotated q goes to q_out [num_tokens, n_heads, head_dim], rotated
+// k and plain v into the pools.
+void rope_qkv_write_kv_cuda(void* q_out, const void* qkv, void* k_cache, void* v_cache, const float* inv_freq,
+                            const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, DType dt,
+                            cudaStream_t s);
+
 }  // namespace conveyor

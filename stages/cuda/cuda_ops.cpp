@@ -185,7 +185,18 @@ class CudaOps final : public Ops {
     gemm_->run(out.data, out.dtype, x.data, w.data, dt_, bias.data, x.rows, w.rows, x.cols, stream_);
   }
 
+  void linear_add(const TensorView& out, const TensorView& x, const TensorView& w) override {
+    check_shape(w, out.cols, x.cols, dt_, "linear_add", "weight");
+    check_shape(x, x.rows, x.cols, dt_, "linear_add", "x");
+    check_shape(out, x.rows, w.rows, dt_, "linear_add", "out");
+    if (x.rows == 0) return;
+    gemm_->run(out.data, dt_, x.data, w.data, dt_, nullptr, x.rows, w.rows, x.cols, stream_, /*accumulate=*/true);
+  }
+
   void rope(const TensorView& q, const TensorView& k, int n_heads, int n_kv_heads, const RopeParams& p) override;
+
+  void qkv_attention(const TensorView& out, const TensorView& qkv, const KvLayerView& cache,
+                     const AttentionConfig& cfg, const RopeParams& rope_params) override;
 
   void attention(const TensorView& out, const TensorView& q, const TensorView& k, const TensorView& v,
                  const KvLayerView& cache, const AttentionConfig& cfg) override;
@@ -217,6 +228,9 @@ class CudaOps final : public Ops {
  private:
   void stage_batch(const BatchInfo& b, bool fixed);
   const float* inv_freq_for_rope(const RopeParams& p);
+  bool rope_scaled(const RopeParams& p);
+  void check_attention(const TensorView& out, int64_t q_cols, const KvLayerView& cache, const AttentionConfig& cfg);
+  void paged_attention(const TensorView& out, const TensorView& q, const KvLayerView& cache, const AttentionConfig& cfg);
   const float* dynamic_inv_freq(const RopeTable& table, int half);
 
   int device_;
@@ -367,15 +381,22 @@ const float* CudaOps::dynamic_inv_freq(const RopeTable& table, int half) {
   return static_cast<const float*>(rope_dynamic_.data());
 }
 
+// Dynamic NTK changes nothing until a sequence passes max_position_embeddings; then each sequence
+// rotates with its own table (per-sequence launches in rope()).
+bool CudaOps::rope_scaled(const RopeParams& p) {
+  inv_freq_for_rope(p);
+  if (!rope_->is_dynamic()) return false;
+  for (int32_t len : batch_.rope_seq_len)
+    if (len > p.max_position_embeddings) return true;
+  return false;
+}
+
 void CudaOps::rope(const TensorView& q, const TensorView& k, int n_heads, int n_kv_heads, const RopeParams& p) {
   const int tokens = batch_.num_tokens();
   check_shape(q, tokens, static_cast<int64_t>(n_heads) * p.head_dim, dt_, "rope", "q");
   check_shape(k, tokens, static_cast<int64_t>(n_kv_heads) * p.head_dim, dt_, "rope", "k");
   const float* freq = inv_freq_for_rope(p);
-  bool scaled = false;  // dynamic NTK changes nothing until a sequence passes max_position_embeddings
-  if (rope_->is_dynamic())
-    for (int32_t len : batch_.rope_seq_len) scaled = scaled || len > p.max_position_embeddings;
-  if (!scaled) {
+  if (!rope_scaled(p)) {
     rope_cuda(q.data, k.data, ab_.positions, freq, tokens, n_heads, n_kv_heads, p.head_dim, dt_, stream_);
     return;
   }
@@ -393,13 +414,11 @@ void CudaOps::rope(const TensorView& q, const TensorView& k, int n_heads, int n_
   }
 }
 
-void CudaOps::attention(const TensorView& out, const TensorView& q, const TensorView& k, const TensorView& v,
-                        const KvLayerView& cache, const AttentionConfig& cfg) {
-  const int tokens = batch_.num_tokens();
-  check_shape(q, tokens, static_cast<int64_t>(cfg.n_heads) * cfg.head_dim, dt_, "attention", "q");
-  check_shape(out, tokens, q.cols, dt_, "attention", "out");
-  check_shape(k, tokens, static_cast<int64_t>(cfg.n_kv_heads) * cfg.head_dim, dt_, "attention", "k");
-  check_shape(v, tokens, k.cols, dt_, "attention", "v");
+void CudaOps::check_attention(const TensorView& out, int64_t q_cols, const KvLayerView& cache,
+                              const AttentionConfig& cfg) {
+  check_shape(out, batch_.num_tokens(), q_cols, dt_, "attention", "out");
+  CONVEYOR_CHECK(q_cols == static_cast<int64_t>(cfg.n_heads) * cfg.head_dim, "cuda attention: q has ", q_cols,
+                 " columns for ", cfg.n_heads, " heads of ", cfg.head_dim);
   CONVEYOR_CHECK(cache.dtype == dt_ && cache.k && cache.v, "cuda attention: the KV cache is ", dtype_name(cache.dtype),
                  ", expected ", dtype_name(dt_), " device memory");
   CONVEYOR_CHECK(cache.shape.n_kv_heads == cfg.n_kv_heads && cache.shape.head_dim == cfg.head_dim,
@@ -408,8 +427,42 @@ void CudaOps::attention(const TensorView& out, const TensorView& q, const Tensor
   for (int32_t id : batch_.block_tables)
     CONVEYOR_CHECK(id < cache.shape.num_blocks, "cuda attention: block ", id, " outside the pool of ",
                    cache.shape.num_blocks);
+}
+
+void CudaOps::attention(const TensorView& out, const TensorView& q, const TensorView& k, const TensorView& v,
+                        const KvLayerView& cache, const AttentionConfig& cfg) {
+  const int tokens = batch_.num_tokens();
+  check_shape(q, tokens, static_cast<int64_t>(cfg.n_heads) * cfg.head_dim, dt_, "attention", "q");
+  check_shape(k, tokens, static_cast<int64_t>(cfg.n_kv_heads) * cfg.head_dim, dt_, "attention", "k");
+  check_shape(v, tokens, k.cols, dt_, "attention", "v");
+  check_attention(out, q.cols, cache, cfg);
   if (tokens == 0) return;
   write_kv_cache_cuda(cache.k, cache.v, k.data, v.data, ab_, cache.shape, dt_, stream_);
+  paged_attention(out, q, cache, cfg);
+}
+
+// One kernel splits qkv, rotates q into a scratch tensor and writes rotated k and v into the cache;
+// then the paged kernels. Past a dynamic-NTK limit the per-sequence rope path of the default runs.
+void CudaOps::qkv_attention(const TensorView& out, const TensorView& qkv, const KvLayerView& cache,
+                            const AttentionConfig& cfg, const RopeParams& rope_params) {
+  const int tokens = batch_.num_tokens();
+  const int64_t q_cols = static_cast<int64_t>(cfg.n_heads) * cfg.head_dim;
+  check_shape(qkv, tokens, q_cols + 2 * static_cast<int64_t>(cfg.n_kv_heads) * cfg.head_dim, dt_, "qkv_attention",
+              "qkv");
+  CONVEYOR_CHECK(rope_params.head_dim == cfg.head_dim, "cuda qkv_attention: rope head_dim ", rope_params.head_dim,
+                 " differs from the layer's ", cfg.head_dim);
+  if (rope_scaled(rope_params)) return Ops::qkv_attention(out, qkv, cache, cfg, rope_params);
+  check_attention(out, q_cols, cache, cfg);
+  if (tokens == 0) return;
+  Tensor q = empty(tokens, q_cols);
+  rope_qkv_write_kv_cuda(q.view().data, qkv.data, cache.k, cache.v, inv_freq_for_rope(rope_params), ab_, cache.shape,
+                         cfg.n_heads, dt_, stream_);
+  paged_attention(out, q.view(), cache, cfg);
+}
+
+void CudaOps::paged_attention(const TensorView& out, const TensorView& q, const KvLayerView& cache,
+                              const AttentionConfig& cfg) {
+  const int tokens = batch_.num_tokens();
   AttentionParams ap;
   ap.n_heads = cfg.n_heads;
   ap.scale = cfg.scale;
