@@ -1,6 +1,7 @@
 // Tests rope_cuda against rope_ref (bf16, f16, f32; default and llama3-scaled inv_freq; head_dim 64
 // and 128; odd token counts and large positions) and rope_write_kv_cuda against rope_ref followed by
-// write_kv_cache_ref on a shuffled paged pool. Every element is checked.
+// write_kv_cache_ref on a shuffled paged pool, from separate q, k, v and from one fused q|k|v projection
+// (rope_qkv_write_kv_cuda). Every element is checked.
 #include "kernels/cuda/rope.h"
 
 #include <gtest/gtest.h>
@@ -61,60 +62,109 @@ TEST_P(RopeGpu, MatchesReference) {
   EXPECT_EQ(compare_all(testing::download(kd, c.dt), k, tol, tol), "") << "k";
 }
 
+// Three sequences (a decode at 1000, a 23-token chunk after 40 cached, a 1-token prompt) on a shuffled
+// pool, random q, k, v and caches rounded to the dtype, and the reference result of rope + cache write.
+struct FusedCase {
+  int n_heads = 8, n_kv_heads = 2, block_size = 16, max_blocks = 0, tokens = 0;
+  PagedKvShape shape;
+  std::vector<int32_t> query_start{0}, positions, tables;
+  std::vector<float> q, k, v, k_cache, v_cache;          // inputs
+  std::vector<float> q_ref, k_cache_ref, v_cache_ref;    // expected
+
+  FusedCase(const RopeCase& c, const RopeTable& table) {
+    const std::vector<std::pair<int, int>> seqs = {{1000, 1}, {40, 23}, {0, 1}};
+    max_blocks = 1001 / block_size + 2;
+    shape = PagedKvShape{3 * max_blocks, block_size, n_kv_heads, c.head_dim};
+    std::vector<int32_t> ids(shape.num_blocks);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), std::mt19937(3));
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      for (int i = 0; i < max_blocks; ++i) tables.push_back(ids[s * max_blocks + i]);
+      for (int p = seqs[s].first; p < seqs[s].first + seqs[s].second; ++p) positions.push_back(p);
+      query_start.push_back(query_start.back() + seqs[s].second);
+    }
+    tokens = query_start.back();
+    q = random_floats(size_t(tokens) * n_heads * c.head_dim, 21);
+    k = random_floats(size_t(tokens) * shape.token_elems(), 22);
+    v = random_floats(size_t(tokens) * shape.token_elems(), 23);
+    k_cache = random_floats(shape.layer_elems(), 24);
+    v_cache = random_floats(shape.layer_elems(), 25);
+    for (auto* x : {&q, &k, &v, &k_cache, &v_cache}) round_all(*x, c.dt);
+    q_ref = q;
+    std::vector<float> k_rot = k;
+    k_cache_ref = k_cache;
+    v_cache_ref = v_cache;
+    rope_ref(q_ref.data(), k_rot.data(), positions.data(), tokens, n_heads, n_kv_heads, table);
+    AttentionBatch hb;
+    hb.num_seqs = static_cast<int>(seqs.size());
+    hb.query_start = query_start.data();
+    hb.positions = positions.data();
+    hb.block_tables = tables.data();
+    hb.max_blocks_per_seq = max_blocks;
+    write_kv_cache_ref(k_cache_ref.data(), v_cache_ref.data(), k_rot.data(), v.data(), hb, shape);
+  }
+
+  AttentionBatchCuda batch(const DeviceBuffer& qsd, const DeviceBuffer& pd, const DeviceBuffer& td) const {
+    AttentionBatchCuda b;
+    b.num_seqs = static_cast<int>(query_start.size()) - 1;
+    b.num_tokens = tokens;
+    b.query_start = qsd.as<int32_t>();
+    b.positions = pd.as<int32_t>();
+    b.block_tables = td.as<int32_t>();
+    b.max_blocks_per_seq = max_blocks;
+    b.max_query_len = 23;
+    b.max_context_len = 1001;
+    return b;
+  }
+
+  // q | k | v per token, as the fused projection writes it.
+  std::vector<float> qkv(int head_dim) const {
+    const size_t qc = size_t(n_heads) * head_dim, kc = size_t(shape.token_elems());
+    std::vector<float> out;
+    for (int t = 0; t < tokens; ++t) {
+      out.insert(out.end(), q.begin() + t * qc, q.begin() + (t + 1) * qc);
+      out.insert(out.end(), k.begin() + t * kc, k.begin() + (t + 1) * kc);
+      out.insert(out.end(), v.begin() + t * kc, v.begin() + (t + 1) * kc);
+    }
+    return out;
+  }
+};
+
 TEST_P(RopeGpu, FusedWithCacheWrite) {
   const RopeCase c = GetParam();
-  const int n_heads = 8, n_kv_heads = 2, block_size = 16;
   const RopeTable table = table_for(c.llama3, c.head_dim);
-  // Three sequences: a decode at 1000, a 23-token chunk after 40 cached, a 1-token prompt.
-  const std::vector<std::pair<int, int>> seqs = {{1000, 1}, {40, 23}, {0, 1}};
-  std::vector<int32_t> query_start{0}, positions, tables;
-  const int max_blocks = 1001 / block_size + 2;
-  const PagedKvShape shape{3 * max_blocks, block_size, n_kv_heads, c.head_dim};
-  std::vector<int32_t> ids(shape.num_blocks);
-  std::iota(ids.begin(), ids.end(), 0);
-  std::shuffle(ids.begin(), ids.end(), std::mt19937(3));
-  for (size_t s = 0; s < seqs.size(); ++s) {
-    for (int i = 0; i < max_blocks; ++i) tables.push_back(ids[s * max_blocks + i]);
-    for (int p = seqs[s].first; p < seqs[s].first + seqs[s].second; ++p) positions.push_back(p);
-    query_start.push_back(query_start.back() + seqs[s].second);
-  }
-  const int tokens = query_start.back();
-  std::vector<float> q = random_floats(size_t(tokens) * n_heads * c.head_dim, 21);
-  std::vector<float> k = random_floats(size_t(tokens) * shape.token_elems(), 22);
-  std::vector<float> v = random_floats(size_t(tokens) * shape.token_elems(), 23);
-  std::vector<float> k_cache = random_floats(shape.layer_elems(), 24), v_cache = random_floats(shape.layer_elems(), 25);
-  for (auto* x : {&q, &k, &v, &k_cache, &v_cache}) round_all(*x, c.dt);
-
-  DeviceBuffer qd = testing::upload(q, c.dt), kd = testing::upload(k, c.dt), vd = testing::upload(v, c.dt);
-  DeviceBuffer kc = testing::upload(k_cache, c.dt), vc = testing::upload(v_cache, c.dt);
-  DeviceBuffer qsd = DeviceBuffer::from(query_start), pd = DeviceBuffer::from(positions);
-  DeviceBuffer td = DeviceBuffer::from(tables), fd = DeviceBuffer::from(table.static_inv_freq());
-  AttentionBatchCuda b;
-  b.num_seqs = static_cast<int>(seqs.size());
-  b.num_tokens = tokens;
-  b.query_start = qsd.as<int32_t>();
-  b.positions = pd.as<int32_t>();
-  b.block_tables = td.as<int32_t>();
-  b.max_blocks_per_seq = max_blocks;
-  b.max_query_len = 23;
-  b.max_context_len = 1001;
-  rope_write_kv_cuda(qd.get(), kd.get(), vd.get(), kc.get(), vc.get(), fd.as<float>(), b, shape, n_heads, c.dt,
-                     nullptr);
-
-  const std::vector<float> k_in = k;
-  rope_ref(q.data(), k.data(), positions.data(), tokens, n_heads, n_kv_heads, table);
-  AttentionBatch hb;
-  hb.num_seqs = b.num_seqs;
-  hb.query_start = query_start.data();
-  hb.positions = positions.data();
-  hb.block_tables = tables.data();
-  hb.max_blocks_per_seq = max_blocks;
-  write_kv_cache_ref(k_cache.data(), v_cache.data(), k.data(), v.data(), hb, shape);
+  const FusedCase f(c, table);
+  DeviceBuffer qd = testing::upload(f.q, c.dt), kd = testing::upload(f.k, c.dt), vd = testing::upload(f.v, c.dt);
+  DeviceBuffer kc = testing::upload(f.k_cache, c.dt), vc = testing::upload(f.v_cache, c.dt);
+  DeviceBuffer qsd = DeviceBuffer::from(f.query_start), pd = DeviceBuffer::from(f.positions);
+  DeviceBuffer td = DeviceBuffer::from(f.tables), fd = DeviceBuffer::from(table.static_inv_freq());
+  rope_write_kv_cuda(qd.get(), kd.get(), vd.get(), kc.get(), vc.get(), fd.as<float>(), f.batch(qsd, pd, td), f.shape,
+                     f.n_heads, c.dt, nullptr);
   const float tol = tolerance(c.dt);
-  EXPECT_EQ(compare_all(testing::download(qd, c.dt), q, tol, tol), "") << "q";
-  EXPECT_EQ(compare_all(testing::download(kc, c.dt), k_cache, tol, tol), "") << "K cache";
-  EXPECT_EQ(compare_all(testing::download(vc, c.dt), v_cache, 0.f, 0.f), "") << "V cache";
-  EXPECT_EQ(compare_all(testing::download(kd, c.dt), k_in, 0.f, 0.f), "") << "k input must stay untouched";
+  EXPECT_EQ(compare_all(testing::download(qd, c.dt), f.q_ref, tol, tol), "") << "q";
+  EXPECT_EQ(compare_all(testing::download(kc, c.dt), f.k_cache_ref, tol, tol), "") << "K cache";
+  EXPECT_EQ(compare_all(testing::download(vc, c.dt), f.v_cache_ref, 0.f, 0.f), "") << "V cache";
+  EXPECT_EQ(compare_all(testing::download(kd, c.dt), f.k, 0.f, 0.f), "") << "k input must stay untouched";
+}
+
+TEST_P(RopeGpu, FusedFromQkvProjection) {
+  const RopeCase c = GetParam();
+  const RopeTable table = table_for(c.llama3, c.head_dim);
+  const FusedCase f(c, table);
+  const std::vector<float> qkv = f.qkv(c.head_dim);
+  DeviceBuffer qkvd = testing::upload(qkv, c.dt), qd = testing::upload(f.v_cache, c.dt);  // q_out: any garbage
+  DeviceBuffer kc = testing::upload(f.k_cache, c.dt), vc = testing::upload(f.v_cache, c.dt);
+  DeviceBuffer qsd = DeviceBuffer::from(f.query_start), pd = DeviceBuffer::from(f.positions);
+  DeviceBuffer td = DeviceBuffer::from(f.tables), fd = DeviceBuffer::from(table.static_inv_freq());
+  rope_qkv_write_kv_cuda(qd.get(), qkvd.get(), kc.get(), vc.get(), fd.as<float>(), f.batch(qsd, pd, td), f.shape,
+                         f.n_heads, c.dt, nullptr);
+  const float tol = tolerance(c.dt);
+  std::vector<float> q_out = testing::download(qd, c.dt);
+  q_out.resize(f.q_ref.size());  // the buffer was the cache's size; q_out is its first tokens x q columns
+  EXPECT_EQ(compare_all(q_out, f.q_ref, tol, tol), "") << "q";
+  EXPECT_EQ(compare_all(testing::download(kc, c.dt), f.k_cache_ref, tol, tol), "") << "K cache";
+  EXPECT_EQ(compare_all(testing::download(vc, c.dt), f.v_cache_ref, 0.f, 0.f), "") << "V cache";
+  EXPECT_EQ(compare_all(testing::download(qkvd, c.dt), qkv, 0.f, 0.f), "") << "qkv input must stay untouched";
 }
 
 INSTANTIATE_TEST_SUITE_P(

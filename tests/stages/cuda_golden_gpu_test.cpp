@@ -26,6 +26,7 @@
 #include "stages/stage_model.h"
 #include "tests/runtime/formats_test_util.h"
 #include "tests/stages/gpu_tie_rule.h"
+#include "tests/stages/model_driver.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
@@ -60,81 +61,6 @@ Golden load_golden(const std::string& name) {
   g.step_logits = testing::read_f32_file(g.dir + "/step_logits.bin");
   return g;
 }
-
-// The whole model on GPU 0, driven like the pipeline's last stage: apply, run, sample.
-class GpuModel {
- public:
-  GpuModel(const Golden& g, DType dt) : spec_(g.spec), allocator_(kBlocks) {
-    ops_ = make_cuda_ops(0, dt);
-    PagedKvShape shape;
-    shape.num_blocks = kBlocks;
-    shape.block_size = 16;
-    shape.n_kv_heads = static_cast<int>(spec_.kv_heads);
-    shape.head_dim = static_cast<int>(spec_.head_dim);
-    cache_ = ops_->make_kv_cache(0, static_cast<int>(spec_.layers), shape);
-    const WeightShare share = WeightShare::whole_model(spec_);
-    WeightSet weights = WeightLoader(spec_, *open_weight_source(g.dir)).load_share(share);
-    model_ = std::make_unique<StageModel>(spec_, share, std::move(weights), *ops_, *cache_, nullptr);
-    sampler_ = make_cuda_stage_sampler(ops_->stream(), spec_.vocab, 4);  // 4 rows: bigger plans loop
-  }
-
-  // Adds the next tokens of sequence id (announced to the sampler on first use, greedy).
-  void add(StepPlan& plan, int64_t id, const std::vector<int32_t>& tokens, bool wants_logits) {
-    auto it = seqs_.find(id);
-    if (it == seqs_.end()) {
-      it = seqs_.emplace(id, Seq{BlockTable(allocator_, 16), 0}).first;
-      NewSequence n;
-      n.seq_id = id;
-      n.seed = static_cast<uint64_t>(id);
-      n.params.temperature = 0;
-      plan.new_seqs.push_back(n);
-    }
-    Seq& s = it->second;
-    ASSERT_EQ(s.table.append(static_cast<int>(tokens.size())), AppendResult::kOk) << "test ran out of KV blocks";
-    plan.seqs.push_back(SeqChunk{id, s.pos, tokens, s.table.blocks(), wants_logits});
-    s.pos += static_cast<int32_t>(tokens.size());
-  }
-
-  // Runs the plan; returns the sampled tokens and the device logits (downloaded), in plan order.
-  std::vector<int32_t> run(StepPlan plan, std::vector<std::vector<float>>* logits_rows) {
-    plan.step = step_++;
-    if (plan.step == 0) plan.eos_ids = {0};
-    sampler_->apply(plan);
-    Tensor logits;
-    model_->run(plan, Tensor(), &logits);
-    const StepResult r = sampler_->sample(plan, logits.view());
-    std::vector<float> host(static_cast<size_t>(logits.view().numel()));
-    if (!host.empty()) ops_->download(logits.view(), host.data());
-    const size_t vocab = static_cast<size_t>(spec_.vocab);
-    std::vector<int32_t> tokens;
-    logits_rows->clear();
-    for (size_t i = 0; i < r.samples.size(); ++i) {
-      tokens.push_back(r.samples[i].token);
-      logits_rows->emplace_back(host.begin() + static_cast<std::ptrdiff_t>(i * vocab),
-                                host.begin() + static_cast<std::ptrdiff_t>((i + 1) * vocab));
-      // The device sampler and the host argmax read the same logits: exactly the same token.
-      EXPECT_EQ(tokens.back(), argmax_ref(logits_rows->back().data(), static_cast<int>(vocab)))
-          << "step " << plan.step << " row " << i;
-    }
-    EXPECT_EQ(tokens.size(), plan.num_logits());
-    return tokens;
-  }
-
- private:
-  static constexpr int kBlocks = 128;
-  struct Seq {
-    BlockTable table;
-    int32_t pos;
-  };
-  ModelSpec spec_;
-  std::unique_ptr<Ops> ops_;
-  std::unique_ptr<KvCache> cache_;
-  std::unique_ptr<StageModel> model_;
-  std::unique_ptr<StageSampler> sampler_;
-  BlockAllocator allocator_;
-  std::map<int64_t, Seq> seqs_;
-  int64_t step_ = 0;
-};
 
 float max_abs(const std::vector<float>& v) {
   float m = 1.f;
@@ -185,7 +111,7 @@ class CudaGolden : public ::testing::TestWithParam<std::tuple<std::string, DType
 TEST_P(CudaGolden, PrefillAndGreedyDecodeFollowTheReference) {
   const Golden g = load_golden(std::get<0>(GetParam()));
   const DType dt = std::get<1>(GetParam());
-  GpuModel gpu(g, dt);
+  testing::ModelDriver gpu(g.spec, g.dir, make_cuda_ops(0, dt));
   size_t matched = 0, total = 0;
   for (size_t p = 0; p < g.num_prompts(); ++p) {
     SCOPED_TRACE("prompt " + std::to_string(p));
@@ -217,7 +143,7 @@ TEST_P(CudaGolden, PrefillAndGreedyDecodeFollowTheReference) {
 TEST_P(CudaGolden, ChunkedBatchedPrefillAndDecodeFollowTheReference) {
   const Golden g = load_golden(std::get<0>(GetParam()));
   const DType dt = std::get<1>(GetParam());
-  GpuModel gpu(g, dt);
+  testing::ModelDriver gpu(g.spec, g.dir, make_cuda_ops(0, dt));
   const size_t n = g.num_prompts();
   std::vector<size_t> fed(n, 0);
   std::vector<Track> tracks(n);

@@ -1,0 +1,102 @@
+// A whole model on one backend (CPU twin or CUDA) driven like the pipeline's last stage: the test
+// builds step plans of sequence chunks, the driver applies them, runs StageModel and samples greedily,
+// returning the tokens and the logits (downloaded) of every row. Shared by the GPU model tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/softmax.h"
+#include "runtime/block_allocator.h"
+#include "runtime/model_spec.h"
+#include "runtime/weight_loader.h"
+#include "runtime/weights_source.h"
+#include "stages/cuda/cuda_stage_sampler.h"
+#include "stages/plan_sampler.h"
+#include "stages/stage_model.h"
+
+namespace conveyor::testing {
+
+// The whole model on one backend, driven like the pipeline's last stage: apply, run, sample (greedy).
+class ModelDriver {
+ public:
+  // weights: a golden's directory or a GGUF file. The sampler is the backend's (CUDA when ops has a stream).
+  ModelDriver(const ModelSpec& spec, const std::string& weights, std::unique_ptr<Ops> ops)
+      : spec_(spec), ops_(std::move(ops)), allocator_(kBlocks) {
+    PagedKvShape shape;
+    shape.num_blocks = kBlocks;
+    shape.block_size = 16;
+    shape.n_kv_heads = static_cast<int>(spec_.kv_heads);
+    shape.head_dim = static_cast<int>(spec_.head_dim);
+    cache_ = ops_->make_kv_cache(0, static_cast<int>(spec_.layers), shape);
+    const WeightShare share = WeightShare::whole_model(spec_);
+    WeightSet weights = WeightLoader(spec_, *open_weight_source(weights)).load_share(share);
+    model_ = std::make_unique<StageModel>(spec_, share, std::move(weights), *ops_, *cache_, nullptr);
+    // 4 rows: bigger plans loop.
+    sampler_ = ops_->stream() ? make_cuda_stage_sampler(ops_->stream(), spec_.vocab, 4) : make_cpu_stage_sampler(spec_.vocab);
+  }
+
+  // Adds the next tokens of sequence id (announced to the sampler on first use, greedy).
+  void add(StepPlan& plan, int64_t id, const std::vector<int32_t>& tokens, bool wants_logits) {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end()) {
+      it = seqs_.emplace(id, Seq{BlockTable(allocator_, 16), 0}).first;
+      NewSequence n;
+      n.seq_id = id;
+      n.seed = static_cast<uint64_t>(id);
+      n.params.temperature = 0;
+      plan.new_seqs.push_back(n);
+    }
+    Seq& s = it->second;
+    ASSERT_EQ(s.table.append(static_cast<int>(tokens.size())), AppendResult::kOk) << "test ran out of KV blocks";
+    plan.seqs.push_back(SeqChunk{id, s.pos, tokens, s.table.blocks(), wants_logits});
+    s.pos += static_cast<int32_t>(tokens.size());
+  }
+
+  // Runs the plan; returns the sampled tokens and the device logits (downloaded), in plan order.
+  std::vector<int32_t> run(StepPlan plan, std::vector<std::vector<float>>* logits_rows) {
+    plan.step = step_++;
+    if (plan.step == 0) plan.eos_ids = {0};
+    sampler_->apply(plan);
+    Tensor logits;
+    model_->run(plan, Tensor(), &logits);
+    const StepResult r = sampler_->sample(plan, logits.view());
+    std::vector<float> host(static_cast<size_t>(logits.view().numel()));
+    if (!host.empty()) ops_->download(logits.view(), host.data());
+    const size_t vocab = static_cast<size_t>(spec_.vocab);
+    std::vector<int32_t> tokens;
+    logits_rows->clear();
+    for (size_t i = 0; i < r.samples.size(); ++i) {
+      tokens.push_back(r.samples[i].token);
+      logits_rows->emplace_back(host.begin() + static_cast<std::ptrdiff_t>(i * vocab),
+                                host.begin() + static_cast<std::ptrdiff_t>((i + 1) * vocab));
+      // The device sampler and the host argmax read the same logits: exactly the same token.
+      EXPECT_EQ(tokens.back(), argmax_ref(logits_rows->back().data(), static_cast<int>(vocab)))
+          << "step " << plan.step << " row " << i;
+    }
+    EXPECT_EQ(tokens.size(), plan.num_logits());
+    return tokens;
+  }
+
+ private:
+  static constexpr int kBlocks = 256;
+  struct Seq {
+    BlockTable table;
+    int32_t pos;
+  };
+  ModelSpec spec_;
+  std::unique_ptr<Ops> ops_;
+  std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<StageModel> model_;
+  std::unique_ptr<StageSampler> sampler_;
+  BlockAllocator allocator_;
+  std::map<int64_t, Seq> seqs_;
+  int64_t step_ = 0;
+};
+
+
+}  // namespace conveyor::testing
