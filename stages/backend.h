@@ -117,6 +117,8 @@ class Ops {
   // The stream every op and every data-plane communicator call of this backend is ordered on
   // (a cudaStream_t on CUDA; nullptr on the host, which MPI ignores).
   virtual void* stream() const { return nullptr; }
+  // Starts (stops) a device profiler's collection, e.g. cudaProfilerStart for ncu; no-op on the host.
+  virtual void set_profiling(bool on) { (void)on; }
 
   // Memory. adopt takes a loaded weight (the CPU backend keeps its buffer; a GPU one uploads it,
   // converted to dtype()) as [rows, cols] where cols is the last dimension (1-D weights are [1, n]).

@@ -20,6 +20,7 @@
 #include "runtime/process_groups.h"
 #include "runtime/weight_loader.h"
 #include "runtime/weights_dummy.h"
+#include "stages/memory_table.h"
 #include "runtime/world_config.h"
 #include "stages/architecture.h"
 #include "stages/cpu_ops.h"
@@ -77,11 +78,14 @@ void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words,
   const bool samples = is_last() && tp_rank_ == 0;
   last_step_ = plan.step;
   if (samples) sampler_->apply(plan);
+  const bool profiled = plan.step == profile_step_;
+  if (profiled) ops_->set_profiling(true);
   const double t0 = timeline_.now();
   Tensor logits;
   Tensor hidden = model_->run(plan, input, is_last() ? &logits : nullptr);
   StepResult result;
   if (samples) result = sampler_->sample(plan, logits.view());
+  if (profiled) ops_->set_profiling(false);
   timeline_.add(plan.step, Phase::kCompute, t0, timeline_.now(), static_cast<int64_t>(plan.num_tokens()));
   if (!is_last()) {
     send_down(plan.step, words, hidden);
@@ -338,7 +342,9 @@ PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, cons
   if (backend == Backend::kCuda) {
 #ifdef CONVEYOR_WITH_CUDA
     const bool samples = share.lm_head && me.tensor == 0;
-    CudaStageParts cuda = make_cuda_stage_parts(cfg, spec, share, weights, kv, samples, device);
+    CudaStageParts cuda = make_cuda_stage_parts(cfg, spec, share, weights, kv, samples, device, me.stage);
+    // Collective: every rank fails with the whole table when one of them has no room.
+    if (cfg.get_int("cache.num_blocks") <= 0) require_memory_fit(cuda.memory, cfg.get_float("cache.gpu_memory_utilization"));
     ops = std::move(cuda.ops);
     sampler = std::move(cuda.sampler);
     blocks = cuda.kv_blocks;
@@ -354,6 +360,7 @@ PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, cons
   parts.stage = std::make_unique<PipelineStage>(spec, share, std::move(weights), std::move(ops), kv, me.stage,
                                                 layout.pipeline, links, std::move(sampler));
   parts.stage->set_cuda_graphs(cfg.get_bool("runtime.cuda_graphs"));
+  parts.stage->set_profile_step(cfg.get_int("runtime.profile_step"));
   const int configured = static_cast<int>(cfg.get_int("parallel.micro_batches"));
   parts.micro_batches = configured > 0 ? configured : layout.pipeline;
   CONVEYOR_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));

@@ -55,6 +55,8 @@ class PipelineStage {
   const StageTimeline& timeline() const { return timeline_; }
   // runtime.cuda_graphs: decode steps as CUDA graphs (StageModel::set_graphs).
   void set_cuda_graphs(bool on) { model_->set_graphs(on); }
+  // runtime.profile_step: the step whose kernels a profiler started with collection off records.
+  void set_profile_step(int64_t step) { profile_step_ = step; }
   // Arms the watchdog's deadline around every wait for a peer (not owned; may be null).
   void set_watchdog(Watchdog* watchdog) { watchdog_ = watchdog; }
   // Call on every rank right after a barrier: the spans' common origin.
@@ -95,7 +97,8 @@ class PipelineStage {
   std::array<int64_t, 2> next_header_{};
   std::unique_ptr<CommRequest> next_header_request_;
   bool shut_down_ = false;
-  int64_t last_step_ = -1;  // the last micro-batch this rank ran, for watchdog messages
+  int64_t last_step_ = -1;
+  int64_t profile_step_ = -1;  // the last micro-batch this rank ran, for watchdog messages
   Watchdog* watchdog_ = nullptr;
   StageTimeline timeline_;
 };

@@ -13,6 +13,8 @@
 #include <map>
 #include <vector>
 
+#include <cuda_profiler_api.h>
+
 #include "kernels/cpu/rope.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/elementwise.h"
@@ -72,6 +74,10 @@ class CudaOps final : public Ops {
 
   DType dtype() const override { return dt_; }
   void* stream() const override { return stream_; }
+  void set_profiling(bool on) override {
+    CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CONVEYOR_CUDA_CHECK(on ? cudaProfilerStart() : cudaProfilerStop());
+  }
 
   using Ops::empty;
   Tensor empty(int64_t rows, int64_t cols, DType dt) override {
@@ -488,13 +494,9 @@ void CudaOps::paged_attention(const TensorView& out, const TensorView& q, const 
 
 std::unique_ptr<Ops> make_cuda_ops(int device, DType dt) { return std::make_unique<CudaOps>(device, dt); }
 
-size_t cuda_kv_budget_bytes(int device, double utilization, size_t reserved) {
+void cuda_memory_info(int device, size_t* total, size_t* free) {
   CONVEYOR_CUDA_CHECK(cudaSetDevice(device));
-  size_t free_b = 0, total_b = 0;
-  CONVEYOR_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  const double allowed = utilization * static_cast<double>(total_b);
-  const double used = static_cast<double>(total_b - free_b) + static_cast<double>(reserved);
-  return allowed > used ? static_cast<size_t>(allowed - used) : 0;
+  CONVEYOR_CUDA_CHECK(cudaMemGetInfo(free, total));
 }
 
 }  // namespace conveyor

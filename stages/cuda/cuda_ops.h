@@ -14,8 +14,7 @@ namespace conveyor {
 // Makes `device` current, creates the stream, the GEMM runner and the memory pool. dt: kBF16 or kF16.
 std::unique_ptr<Ops> make_cuda_ops(int device, DType dt);
 
-// Bytes of `device` memory the KV cache may take: utilization * total, minus what is in use now,
-// minus `reserved` (weights still to upload, activations, sampler buffers); 0 when nothing is left.
-size_t cuda_kv_budget_bytes(int device, double utilization, size_t reserved);
+// Total and free bytes of `device` now.
+void cuda_memory_info(int device, size_t* total, size_t* free);
 
 }  // namespace conveyor

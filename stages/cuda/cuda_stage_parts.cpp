@@ -19,10 +19,11 @@ namespace {
 constexpr int kMaxSamplerRows = 256;          // rows per CudaSampler launch (bigger plans loop)
 constexpr size_t kFixedMargin = size_t{1} << 30;  // cuBLASLt, attention workspace, fragmentation
 
-size_t reserved_bytes(const Config& cfg, const ModelSpec& spec, const WeightShare& share, const WeightSet& weights,
-                      bool samples, size_t elem) {
-  size_t weight_bytes = 0;
-  for (const auto& [name, t] : weights.tensors) weight_bytes += t.data.size() * elem;
+// Fills the reserved terms of `row` (weights, activations, sampling, graphs, margin).
+void reserve(const Config& cfg, const ModelSpec& spec, const WeightShare& share, const WeightSet& weights,
+             bool samples, size_t elem, MemoryRow& row) {
+  size_t weight_bytes = 0;  // from the shapes: the host data may not be read yet
+  for (const auto& [name, t] : weights.tensors) weight_bytes += static_cast<size_t>(t.numel()) * elem;
   const ModelTraits traits = model_traits(spec, share.tp_size);
   const size_t tokens = static_cast<size_t>(cfg.get_int("scheduler.max_num_batched_tokens"));
   const size_t q_cols = static_cast<size_t>(traits.attention.n_heads) * traits.attention.head_dim;
@@ -45,7 +46,11 @@ size_t reserved_bytes(const Config& cfg, const ModelSpec& spec, const WeightShar
     graphs = 2 * padded * per_token * elem +
              2 * padded * (2 * static_cast<size_t>(traits.hidden) * elem + (share.lm_head ? vocab * sizeof(float) : 0));
   }
-  return weight_bytes + activations + logits + sampler + graphs + kFixedMargin;
+  row.weights = static_cast<double>(weight_bytes);
+  row.activations = static_cast<double>(activations);
+  row.sampling = static_cast<double>(logits + sampler);
+  row.graphs = static_cast<double>(graphs);
+  row.margin = static_cast<double>(kFixedMargin);
 }
 
 }  // namespace
@@ -58,7 +63,8 @@ DType cuda_model_dtype(const std::string& d) {
 }
 
 CudaStageParts make_cuda_stage_parts(const Config& cfg, const ModelSpec& spec, const WeightShare& share,
-                                     const WeightSet& weights, const PagedKvShape& kv, bool samples, int device) {
+                                     const WeightSet& weights, const PagedKvShape& kv, bool samples, int device,
+                                     int stage) {
   const DType dt = cuda_model_dtype(cfg.get_string("model.dtype"));
   const std::string kv_dtype = cfg.get_string("cache.kv_cache_dtype");
   CONVEYOR_CHECK(kv_dtype == "auto" || cuda_model_dtype(kv_dtype) == dt, "cache.kv_cache_dtype = ", kv_dtype,
@@ -71,18 +77,27 @@ CudaStageParts make_cuda_stage_parts(const Config& cfg, const ModelSpec& spec, c
     parts.sampler = make_cuda_stage_sampler(parts.ops->stream(), spec.vocab, rows);
   }
   parts.kv_blocks = cfg.get_int("cache.num_blocks");
+  parts.memory.kv_blocks = parts.kv_blocks;
   if (parts.kv_blocks > 0) return parts;
   const size_t elem = dtype_size(dt);
   const double util = cfg.get_float("cache.gpu_memory_utilization");
-  const size_t reserved = reserved_bytes(cfg, spec, share, weights, samples, elem);
-  const size_t budget = cuda_kv_budget_bytes(device, util, reserved);
+  MemoryRow& row = parts.memory;
+  row.rank = process_identity().rank;
+  row.host = process_identity().host;
+  row.stage = stage;
+  row.tp_rank = share.tp_rank;
+  row.device = device;
+  reserve(cfg, spec, share, weights, samples, elem, row);
+  size_t total = 0, free = 0;
+  cuda_memory_info(device, &total, &free);
+  row.total = static_cast<double>(total);
+  row.allowed = util * row.total;
+  row.in_use = static_cast<double>(total - free);
+  const size_t budget = row.left() > 0 ? static_cast<size_t>(row.left()) : 0;
   const int layers = static_cast<int>(share.last_layer - share.first_layer);
+  row.kv_block_bytes = static_cast<double>(KvCache::bytes_needed(std::max(layers, 1), PagedKvShape{1, kv.block_size, kv.n_kv_heads, kv.head_dim}, dt));
   parts.kv_blocks = KvCache::blocks_that_fit(budget, layers, kv.block_size, kv.n_kv_heads, kv.head_dim, elem);
-  CONVEYOR_CHECK(parts.kv_blocks > 0, "GPU ", device, ": cache.gpu_memory_utilization = ", util,
-                 " leaves no room for a KV block of ", kv.block_size, " tokens for ", share.describe(), " after ",
-                 format_bytes(static_cast<double>(reserved)),
-                 " reserved for weights, activations and sampling; raise it, lower scheduler.max_num_batched_tokens"
-                 " or scheduler.max_num_seqs, or use more GPUs");
+  row.kv_blocks = parts.kv_blocks;
   return parts;
 }
 

@@ -1,6 +1,6 @@
 // What a pipeline stage needs from the CUDA backend, built in one place for make_pipeline_stage: the
 // ops (dtype from model.dtype), the sampler on the sampling rank, and the KV blocks this GPU can hold
-// (before the minimum over ranks is agreed).
+// (before the minimum over ranks is agreed), with the terms it was computed from (memory_table.h).
 #pragma once
 
 #include <memory>
@@ -10,6 +10,7 @@
 #include "runtime/model_spec.h"
 #include "runtime/weight_loader.h"
 #include "stages/backend.h"
+#include "stages/memory_table.h"
 #include "stages/plan_sampler.h"
 
 namespace conveyor {
@@ -21,11 +22,13 @@ DType cuda_model_dtype(const std::string& model_dtype);
 struct CudaStageParts {
   std::unique_ptr<Ops> ops;
   std::unique_ptr<StageSampler> sampler;  // null unless `samples`
-  long long kv_blocks = 0;                // cache.num_blocks, or what gpu_memory_utilization leaves
+  long long kv_blocks = 0;                // cache.num_blocks, or what gpu_memory_utilization leaves (<= 0: none)
+  MemoryRow memory;                       // this rank's row of the start-up memory table
 };
 
 // weights: this rank's share, not yet uploaded (their size is reserved before the KV budget).
 CudaStageParts make_cuda_stage_parts(const Config& cfg, const ModelSpec& spec, const WeightShare& share,
-                                     const WeightSet& weights, const PagedKvShape& kv, bool samples, int device);
+                                     const WeightSet& weights, const PagedKvShape& kv, bool samples, int device,
+                                     int stage);
 
 }  // namespace conveyor

@@ -1,0 +1,101 @@
+// The start-up memory table (see memory_table.h). Rows travel as fixed arrays of doubles plus a
+// fixed-width host name, so one MPI_Allgather each carries them.
+#include "stages/memory_table.h"
+
+#include <mpi.h>
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+
+#include "runtime/error.h"
+#include "runtime/strings.h"
+
+namespace conveyor {
+namespace {
+
+constexpr int kFields = 15;
+constexpr int kHostChars = 64;
+
+std::array<double, kFields> pack(const MemoryRow& r) {
+  return {static_cast<double>(r.rank), static_cast<double>(r.stage), static_cast<double>(r.tp_rank),
+          static_cast<double>(r.device), r.total, r.allowed, r.in_use, r.weights, r.activations, r.sampling,
+          r.graphs, r.margin, static_cast<double>(r.kv_blocks), r.kv_block_bytes, 0.0};
+}
+
+MemoryRow unpack(const double* f, const char* host) {
+  MemoryRow r;
+  r.rank = static_cast<int>(f[0]);
+  r.stage = static_cast<int>(f[1]);
+  r.tp_rank = static_cast<int>(f[2]);
+  r.device = static_cast<int>(f[3]);
+  r.total = f[4];
+  r.allowed = f[5];
+  r.in_use = f[6];
+  r.weights = f[7];
+  r.activations = f[8];
+  r.sampling = f[9];
+  r.graphs = f[10];
+  r.margin = f[11];
+  r.kv_blocks = static_cast<long long>(f[12]);
+  r.kv_block_bytes = f[13];
+  r.host.assign(host, strnlen(host, kHostChars));
+  return r;
+}
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", bytes / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+}  // namespace
+
+std::string format_memory_table(const std::vector<MemoryRow>& rows, double utilization) {
+  char line[512];
+  std::snprintf(line, sizeof(line), "%5s %-12s %5s %3s %4s %8s %8s %8s %8s %8s %8s %8s %8s %9s %10s\n", "rank",
+                "host", "stage", "tp", "gpu", "total", "usable", "in use", "weights", "activ.", "sampling",
+                "graphs", "margin", "KV left", "KV blocks");
+  std::string out = "GPU memory per rank (GiB; usable = cache.gpu_memory_utilization " + std::to_string(utilization) +
+                    " x total):\n" + line;
+  bool short_of_room = false;
+  for (const MemoryRow& r : rows) {
+    const bool fits = r.kv_blocks > 0;
+    short_of_room = short_of_room || !fits;
+    std::snprintf(line, sizeof(line), "%5d %-12.12s %5d %3d %4d %8s %8s %8s %8s %8s %8s %8s %8s %9s %10lld%s\n",
+                  r.rank, r.host.c_str(), r.stage, r.tp_rank, r.device, gib(r.total).c_str(), gib(r.allowed).c_str(),
+                  gib(r.in_use).c_str(), gib(r.weights).c_str(), gib(r.activations).c_str(), gib(r.sampling).c_str(),
+                  gib(r.graphs).c_str(), gib(r.margin).c_str(), gib(r.left()).c_str(), r.kv_blocks,
+                  fits ? "" : "  <- does not fit");
+    out += line;
+  }
+  if (short_of_room)
+    out += "A rank marked above has no room for one KV block (" +
+           format_bytes(rows.empty() ? 0.0 : rows.front().kv_block_bytes) +
+           "). Use more GPUs (parallel.pipeline / parallel.tensor), move layers off that stage "
+           "(parallel.partition), raise cache.gpu_memory_utilization, or lower scheduler.max_num_batched_tokens "
+           "or scheduler.max_num_seqs.\n";
+  return out;
+}
+
+std::vector<MemoryRow> require_memory_fit(const MemoryRow& mine, double utilization) {
+  int size = 1;
+  CONVEYOR_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  const std::array<double, kFields> packed = pack(mine);
+  std::vector<double> all(static_cast<size_t>(size) * kFields);
+  CONVEYOR_MPI_CHECK(MPI_Allgather(packed.data(), kFields, MPI_DOUBLE, all.data(), kFields, MPI_DOUBLE, MPI_COMM_WORLD));
+  char host[kHostChars] = {0};
+  std::strncpy(host, mine.host.c_str(), kHostChars - 1);
+  std::vector<char> hosts(static_cast<size_t>(size) * kHostChars);
+  CONVEYOR_MPI_CHECK(MPI_Allgather(host, kHostChars, MPI_CHAR, hosts.data(), kHostChars, MPI_CHAR, MPI_COMM_WORLD));
+  std::vector<MemoryRow> rows;
+  bool fits = true;
+  for (int r = 0; r < size; ++r) {
+    rows.push_back(unpack(all.data() + static_cast<size_t>(r) * kFields, hosts.data() + static_cast<size_t>(r) * kHostChars));
+    fits = fits && rows.back().kv_blocks > 0;
+  }
+  CONVEYOR_CHECK(fits, "this layout does not fit in GPU memory\n", format_memory_table(rows, utilization));
+  return rows;
+}
+
+}  // namespace conveyor
