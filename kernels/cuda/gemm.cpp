@@ -1,16 +1,19 @@
 // GemmRunner (see gemm.h). Row-major y = x w^T is the column-major product D[n, m] = op(A) * B with
 // A = w read as column-major [k, n] and transposed, B = x read as column-major [k, m] and D = y read
 // as column-major [n, m]: no data moves. The bias rides the cuBLASLt epilogue when y has the input
-// type (the epilogue takes bias in D's type only); for f32 logits it is a separate add.
+// type (the epilogue takes bias in D's type only); for f32 logits it is a separate add. Accumulate is
+// beta = 1 with C = D = y. For m <= kGemvMaxRows the gemv kernel is timed too and wins if faster.
 #include "kernels/cuda/gemm.h"
 
 #include <cublasLt.h>
 
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <tuple>
 
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gemv.h"
 #include "runtime/cuda/cuda_check.h"
 
 #define CONVEYOR_CUBLAS_CHECK(expr)                                                                  \
@@ -52,11 +55,21 @@ struct ShapeKey {
   int64_t m, n, k;
   DType ab, out;
   bool bias_epilogue;
+  bool accumulate;
   uint32_t align_x, align_w, align_y, align_bias;
   bool operator<(const ShapeKey& o) const {
-    return std::tie(m, n, k, ab, out, bias_epilogue, align_x, align_w, align_y, align_bias) <
-           std::tie(o.m, o.n, o.k, o.ab, o.out, o.bias_epilogue, o.align_x, o.align_w, o.align_y, o.align_bias);
+    return std::tie(m, n, k, ab, out, bias_epilogue, accumulate, align_x, align_w, align_y, align_bias) <
+           std::tie(o.m, o.n, o.k, o.ab, o.out, o.bias_epilogue, o.accumulate, o.align_x, o.align_w, o.align_y,
+                    o.align_bias);
   }
+};
+
+// The operands of one call.
+struct Operands {
+  void* y;
+  const void* x;
+  const void* w;
+  const void* bias;  // nullptr, in the epilogue or added separately
 };
 
 template <typename V>
@@ -71,16 +84,19 @@ void set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttribute
 
 }  // namespace
 
-// Descriptors for one shape and the algorithm picked for it. Owns its cuBLASLt objects.
+// Descriptors for one shape and the implementation picked for it. Owns its cuBLASLt objects.
 struct GemmRunner::Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr;  // w
   cublasLtMatrixLayout_t b = nullptr;  // x
-  cublasLtMatrixLayout_t d = nullptr;  // y (also C, with beta = 0)
+  cublasLtMatrixLayout_t d = nullptr;  // y (also C: read with beta = 1 when accumulating)
   cublasLtMatmulHeuristicResult_t candidates[kCandidates] = {};
   int n_candidates = 0;
-  cublasLtMatmulAlgo_t algo = {};
+  cublasLtMatmulAlgo_t algo = {};  // the fastest cuBLASLt candidate (the heuristic's first if untimed)
+  int algo_index = 0;
   bool tuned = false;
+  bool gemv = false;      // timed faster than every cuBLASLt candidate
+  float best_us = -1.f;   // time of the chosen implementation, when timed
 
   Plan() = default;
   Plan(const Plan&) = delete;
@@ -100,6 +116,8 @@ struct GemmRunner::Impl {
   cudaEvent_t start = nullptr;
   cudaEvent_t stop = nullptr;
   bool autotune = true;
+  bool gemv_capable = false;  // compute capability >= 8.0
+  GemvPolicy gemv_policy = GemvPolicy::kAuto;
   std::map<ShapeKey, std::unique_ptr<Plan>> plans;
 
   ~Impl() {
@@ -111,11 +129,19 @@ struct GemmRunner::Impl {
     if (handle != nullptr) cublasLtDestroy(handle);
   }
 
+  bool gemv_allowed(const ShapeKey& key) const {
+    return gemv_capable && gemv_policy != GemvPolicy::kNever && key.m <= kGemvMaxRows;
+  }
   std::unique_ptr<Plan> make_plan(const ShapeKey& key, const void* bias);
   cublasStatus_t heuristic(Plan& plan, const ShapeKey& key, uint32_t reduction_mask) const;
-  cublasStatus_t matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, void* y, const void* x, const void* w,
+  cublasStatus_t matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, const ShapeKey& key, const Operands& o,
                         cudaStream_t stream) const;
-  void tune(Plan& plan, void* y, const void* x, const void* w, cudaStream_t stream);
+  void run_gemv(const ShapeKey& key, const Operands& o, cudaStream_t stream) const {
+    gemv_cuda(o.y, key.out, o.x, o.w, o.bias, key.m, key.n, key.k, key.accumulate, key.ab, stream);
+  }
+  template <typename Launch>
+  float time_us(Launch&& launch, cudaStream_t stream);
+  void tune(Plan& plan, const ShapeKey& key, Operands o, cudaStream_t stream);
 };
 
 std::unique_ptr<GemmRunner::Plan> GemmRunner::Impl::make_plan(const ShapeKey& key, const void* bias) {
@@ -180,33 +206,72 @@ cublasStatus_t GemmRunner::Impl::heuristic(Plan& plan, const ShapeKey& key, uint
   return rc;
 }
 
-cublasStatus_t GemmRunner::Impl::matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, void* y, const void* x,
-                                        const void* w, cudaStream_t stream) const {
+// cuBLASLt with `algo`, plus the separate bias add when the epilogue cannot take the bias.
+cublasStatus_t GemmRunner::Impl::matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, const ShapeKey& key,
+                                        const Operands& o, cudaStream_t stream) const {
   const float alpha = 1.f;
-  const float beta = 0.f;
-  return cublasLtMatmul(handle, plan.op, &alpha, w, plan.a, x, plan.b, &beta, y, plan.d, y, plan.d, &algo,
-                        workspace, workspace_bytes, stream);
+  const float beta = key.accumulate ? 1.f : 0.f;
+  const cublasStatus_t rc = cublasLtMatmul(handle, plan.op, &alpha, o.w, plan.a, o.x, plan.b, &beta, o.y, plan.d, o.y,
+                                           plan.d, &algo, workspace, workspace_bytes, stream);
+  if (rc == CUBLAS_STATUS_SUCCESS && o.bias != nullptr && !key.bias_epilogue) {
+    add_bias_cuda(o.y, key.out, o.bias, key.ab, key.m, key.n, stream);
+  }
+  return rc;
 }
 
-// Times every candidate (one warm-up, kTuneRuns timed runs) and keeps the fastest. A candidate that
-// fails to launch is skipped; if all fail, the heuristic's first stays and the real run reports.
-void GemmRunner::Impl::tune(Plan& plan, void* y, const void* x, const void* w, cudaStream_t stream) {
-  float best_ms = std::numeric_limits<float>::infinity();
-  for (int i = 0; i < plan.n_candidates; ++i) {
-    const cublasLtMatmulAlgo_t& algo = plan.candidates[i].algo;
-    if (matmul(plan, algo, y, x, w, stream) != CUBLAS_STATUS_SUCCESS) continue;
-    CONVEYOR_CUDA_CHECK(cudaEventRecord(start, stream));
-    bool ok = true;
-    for (int r = 0; r < kTuneRuns && ok; ++r) ok = matmul(plan, algo, y, x, w, stream) == CUBLAS_STATUS_SUCCESS;
-    CONVEYOR_CUDA_CHECK(cudaEventRecord(stop, stream));
-    CONVEYOR_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0.f;
-    CONVEYOR_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    if (ok && ms < best_ms) {
-      best_ms = ms;
-      plan.algo = algo;
-    }
+// Microseconds per call of `launch` (one warm-up, kTuneRuns timed runs); infinity if it fails.
+template <typename Launch>
+float GemmRunner::Impl::time_us(Launch&& launch, cudaStream_t stream) {
+  if (!launch()) return std::numeric_limits<float>::infinity();
+  CONVEYOR_CUDA_CHECK(cudaEventRecord(start, stream));
+  bool ok = true;
+  for (int r = 0; r < kTuneRuns && ok; ++r) ok = launch();
+  CONVEYOR_CUDA_CHECK(cudaEventRecord(stop, stream));
+  CONVEYOR_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0.f;
+  CONVEYOR_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  return ok ? 1000.f * ms / kTuneRuns : std::numeric_limits<float>::infinity();
+}
+
+// Times every cuBLASLt candidate and, when allowed, gemv; keeps the fastest cuBLASLt algorithm in
+// plan.algo and whether gemv beat it. A candidate that fails to launch is skipped; if all fail, the
+// heuristic's first stays and the real run reports. Accumulating runs write a scratch copy of y so
+// the caller's y is added to exactly once.
+void GemmRunner::Impl::tune(Plan& plan, const ShapeKey& key, Operands o, cudaStream_t stream) {
+  void* scratch = nullptr;
+  if (key.accumulate) {
+    const size_t bytes = static_cast<size_t>(key.m) * static_cast<size_t>(key.n) * dtype_size(key.out);
+    CONVEYOR_CUDA_CHECK(cudaMallocAsync(&scratch, bytes, stream));  // stream-ordered: no device-wide sync
+    CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(scratch, o.y, bytes, cudaMemcpyDeviceToDevice, stream));
+    o.y = scratch;
   }
+  float best = std::numeric_limits<float>::infinity();
+  try {
+    for (int i = 0; i < plan.n_candidates; ++i) {
+      const cublasLtMatmulAlgo_t& algo = plan.candidates[i].algo;
+      const float us = time_us([&] { return matmul(plan, algo, key, o, stream) == CUBLAS_STATUS_SUCCESS; }, stream);
+      if (us < best) {
+        best = us;
+        plan.algo = algo;
+        plan.algo_index = i;
+      }
+    }
+    if (gemv_allowed(key)) {
+      const float us = time_us(
+          [&] {
+            run_gemv(key, o, stream);
+            return true;
+          },
+          stream);
+      plan.gemv = us < best;
+      if (plan.gemv) best = us;
+    }
+  } catch (...) {
+    if (scratch != nullptr) cudaFreeAsync(scratch, stream);
+    throw;
+  }
+  if (scratch != nullptr) CONVEYOR_CUDA_CHECK(cudaFreeAsync(scratch, stream));
+  plan.best_us = best < std::numeric_limits<float>::infinity() ? best : -1.f;
   plan.tuned = true;
 }
 
@@ -216,20 +281,52 @@ GemmRunner::GemmRunner(size_t workspace_bytes) : impl_(std::make_unique<Impl>())
   impl_->workspace_bytes = workspace_bytes;
   CONVEYOR_CUDA_CHECK(cudaEventCreate(&impl_->start));
   CONVEYOR_CUDA_CHECK(cudaEventCreate(&impl_->stop));
+  int device = 0, major = 0;
+  CONVEYOR_CUDA_CHECK(cudaGetDevice(&device));
+  CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  impl_->gemv_capable = major >= 8;
 }
 
 GemmRunner::~GemmRunner() = default;
 
 void GemmRunner::set_autotune(bool on) { impl_->autotune = on; }
 
+void GemmRunner::set_gemv_policy(GemvPolicy policy) { impl_->gemv_policy = policy; }
+
 size_t GemmRunner::cached_shapes() const { return impl_->plans.size(); }
 
+std::string GemmRunner::describe() const {
+  std::string out;
+  for (const auto& [key, plan] : impl_->plans) {
+    char line[256];
+    const bool gemv = impl_->gemv_allowed(key) &&
+                      (impl_->gemv_policy == GemvPolicy::kAlways || (plan->tuned && plan->gemv));
+    char choice[96];
+    if (gemv) {
+      std::snprintf(choice, sizeof(choice), "gemv");
+    } else {
+      std::snprintf(choice, sizeof(choice), "cublaslt %s %d/%d", plan->tuned ? "algo" : "heuristic",
+                    plan->algo_index, plan->n_candidates);
+    }
+    char timing[48] = "untimed";
+    if (plan->tuned && plan->best_us >= 0.f) std::snprintf(timing, sizeof(timing), "%.1f us", plan->best_us);
+    std::snprintf(line, sizeof(line), "m=%lld n=%lld k=%lld %s->%s%s%s: %s (%s)\n", static_cast<long long>(key.m),
+                  static_cast<long long>(key.n), static_cast<long long>(key.k), dtype_name(key.ab),
+                  dtype_name(key.out), key.bias_epilogue ? " bias" : "", key.accumulate ? " acc" : "", choice, timing);
+    out += line;
+  }
+  return out;
+}
+
 void GemmRunner::run(void* y, DType out, const void* x, const void* w, DType ab, const void* bias, int64_t m,
-                     int64_t n, int64_t k, cudaStream_t stream) {
+                     int64_t n, int64_t k, cudaStream_t stream, bool accumulate) {
   CONVEYOR_CHECK(ab == DType::kBF16 || ab == DType::kF16, "GemmRunner::run: input dtype ", dtype_name(ab),
                  " is not supported; x and w must be bf16 or f16");
   CONVEYOR_CHECK(out == ab || out == DType::kF32, "GemmRunner::run: output dtype ", dtype_name(out),
                  " with inputs in ", dtype_name(ab), "; the output must be ", dtype_name(ab), " or f32");
+  CONVEYOR_CHECK(!accumulate || out == ab, "GemmRunner::run: accumulate (y += x w^T) needs y in the input dtype ",
+                 dtype_name(ab), ", not ", dtype_name(out), " (shape m=", m, " n=", n, " k=", k,
+                 "); add an f32 result separately");
   constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
   CONVEYOR_CHECK(m >= 0 && m <= kMaxDim && n > 0 && n <= kMaxDim && k > 0 && k <= kMaxDim,
                  "GemmRunner::run: bad shape m=", m, " n=", n, " k=", k, " (need 0 <= m, 0 < n, k < 2^31)");
@@ -241,21 +338,27 @@ void GemmRunner::run(void* y, DType out, const void* x, const void* w, DType ab,
                  ") must be 16-byte aligned; allocate them with cudaMalloc or offset views by multiples of 16 bytes");
 
   const bool bias_epilogue = bias != nullptr && out == ab;
-  const ShapeKey key{m, n, k, ab, out, bias_epilogue, alignment_of(x), alignment_of(w), alignment_of(y),
+  const ShapeKey key{m, n, k, ab, out, bias_epilogue, accumulate, alignment_of(x), alignment_of(w), alignment_of(y),
                      bias_epilogue ? alignment_of(bias) : 16u};
   auto it = impl_->plans.find(key);
   if (it == impl_->plans.end()) it = impl_->plans.emplace(key, impl_->make_plan(key, bias)).first;
   Plan& plan = *it->second;
   if (bias_epilogue) set_desc(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  const Operands ops{y, x, w, bias};
 
-  if (!plan.tuned && impl_->autotune && plan.n_candidates > 1) {
+  const bool gemv_allowed = impl_->gemv_allowed(key);
+  const bool gemv_timed = gemv_allowed && impl_->gemv_policy == GemvPolicy::kAuto;
+  if (!plan.tuned && impl_->autotune && (plan.n_candidates > 1 || gemv_timed)) {
     // Timing waits on the stream, which a stream being captured into a graph must not do.
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-    if (capture == cudaStreamCaptureStatusNone) impl_->tune(plan, y, x, w, stream);
+    if (capture == cudaStreamCaptureStatusNone) impl_->tune(plan, key, ops, stream);
   }
-  CONVEYOR_CUBLAS_CHECK(impl_->matmul(plan, plan.algo, y, x, w, stream));
-  if (bias != nullptr && !bias_epilogue) add_bias_cuda(y, out, bias, ab, m, n, stream);
+  if (gemv_allowed && (impl_->gemv_policy == GemvPolicy::kAlways || (plan.tuned && plan.gemv))) {
+    impl_->run_gemv(key, ops, stream);
+    return;
+  }
+  CONVEYOR_CUBLAS_CHECK(impl_->matmul(plan, plan.algo, key, ops, stream));
 }
 
 }  // namespace conveyor

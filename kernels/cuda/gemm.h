@@ -1,6 +1,7 @@
-// Dense GEMM for every projection on the GPU: y = x w^T (+ bias) through cuBLASLt, the twin of
-// kernels/cpu/matmul.h. One runner per device (one handle, one workspace); the algorithm for each
-// shape is chosen once (heuristic candidates timed on first use) and cached. Not thread-safe: use one
+// Dense GEMM for every projection on the GPU: y = x w^T (+ bias) (+ y) through cuBLASLt or, for
+// m <= kGemvMaxRows decode tokens, the gemv kernel (gemv.h); the twin of kernels/cpu/matmul.h. One
+// runner per device (one handle, one workspace); the implementation for each shape is chosen once
+// (cuBLASLt heuristic candidates and gemv timed on first use) and cached. Not thread-safe: use one
 // runner per host thread, on the device that was current when it was constructed.
 #pragma once
 
@@ -9,10 +10,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "kernels/dtype.h"
 
 namespace conveyor {
+
+// Whether the gemv kernel competes for shapes with m <= kGemvMaxRows: timed against cuBLASLt
+// (kAuto), never used (kNever: cuBLASLt alone) or always used (kAlways: no timing, for tests/benches).
+enum class GemvPolicy { kAuto, kNever, kAlways };
 
 class GemmRunner {
  public:
@@ -21,18 +27,27 @@ class GemmRunner {
   GemmRunner(const GemmRunner&) = delete;
   GemmRunner& operator=(const GemmRunner&) = delete;
 
-  // y[m, n] = x[m, k] * w[n, k]^T (+ bias[n]); x, w (and bias) in `ab` (kBF16/kF16), y in `out`
-  // (the same as ab, or kF32 for LM-head logits). Row-major, contiguous, fp32 accumulation.
+  // y[m, n] = x[m, k] * w[n, k]^T (+ bias[n]) (+ y[m, n] if accumulate); x, w (and bias) in `ab`
+  // (kBF16/kF16), y in `out` (the same as ab, or kF32 for LM-head logits; accumulate needs out ==
+  // ab). Row-major, contiguous, fp32 accumulation, one rounding to `out`.
   // Requires k % 8 == 0 and x, w 16-byte aligned (rows of 16-byte multiples keep the tensor-core
   // loads vectorised); any m >= 0 and n >= 1. y must not alias x, w or bias.
-  // The first call for a new shape times up to 8 cuBLASLt candidates on `stream` and waits for them
-  // (a one-off cost); while the stream is being captured into a graph it takes the heuristic's first.
+  // The first call for a new shape times up to 8 cuBLASLt candidates (and gemv when m is in its
+  // range) on `stream` and waits for them (a one-off cost; with accumulate they write a scratch copy
+  // of y); while the stream is being captured into a graph it takes the heuristic's first cuBLASLt
+  // algorithm, or the choice made by an earlier timed call of the same shape.
   void run(void* y, DType out, const void* x, const void* w, DType ab, const void* bias,
-           int64_t m, int64_t n, int64_t k, cudaStream_t stream);
+           int64_t m, int64_t n, int64_t k, cudaStream_t stream, bool accumulate = false);
 
   // Timing candidates on first use is on by default; off, the heuristic's first choice is used.
   void set_autotune(bool on);
+  // kAuto by default. Shapes already tuned keep their timed choice under kAuto; kNever and kAlways
+  // apply at once.
+  void set_gemv_policy(GemvPolicy policy);
   size_t cached_shapes() const;  // distinct shapes planned so far
+  // One line per planned shape: "m=1 n=4096 k=4096 bf16->bf16 [bias] [acc]: gemv (8.1 us)" or
+  // ": cublaslt algo 2/8 (9.0 us)" or ": cublaslt heuristic (untimed)"; for logs and benchmarks.
+  std::string describe() const;
 
  private:
   struct Plan;

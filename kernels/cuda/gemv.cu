@@ -1,0 +1,255 @@
+// gemv_cuda (see gemv.h). Each warp multiplies a tile of 8 (or 16) rows of w by all tokens with the
+// m16n8k16 tensor-core mma: A = the 16 token rows of x (rows >= m repeat token 0 and are dropped),
+// B = 8 rows of w, so w tiles are 8 rows (twice the CTAs of putting w in A). The k order inside an
+// mma is free, so a lane feeds it whole 16-byte packs (8 consecutive k) of x and w instead of the
+// 4-byte pairs the fragment layout names: every load is 16 bytes, every w byte is loaded once.
+//
+// Bandwidth and occupancy (H200: 132 SMs, 4.28 TB/s, ~0.7 us loaded DRAM latency -> ~3 MB in flight,
+// ~23 KB per SM). A block owns 8 * kTiles rows of w and splits k over its warps (8, or 16 when there
+// are fewer than two blocks per SM); each lane loads chunks of 8 16-byte w packs, double-buffered, so
+// 8 loads per lane are in flight while the previous chunk's mmas run. At 128 registers an SM holds
+// 16 warps: 16 x 32 x 8 x 16 B = 64 KB in flight, ~3x the need. n = 1024 gives 128 blocks of 16
+// warps (one per SM); n = 4096 / 6144 / 28672 / 128256 give 256-16032 blocks of 8 warps, so no split-k
+// across blocks (and no reduction launch) is needed. The per-warp fp32 partials are summed through
+// shared memory at the end, with the bias/accumulate epilogue. x (<= 16 x 14336 x 2 B = 448 KB) is
+// re-read by every block via __ldg: it stays in L2 and largely in L1, since w is loaded with the
+// evict-first hint (__ldcs). L1 traffic for x is m / (8 * kTiles) times that of w, hence kTiles = 2
+// for m > 8 when n still gives one block per SM.
+#include "kernels/cuda/gemv.h"
+
+#include <type_traits>
+
+#include "kernels/cuda/dense_vec.cuh"
+#include "runtime/cuda/cuda_check.h"
+
+namespace conveyor {
+namespace {
+
+using cuda_detail::from_f32;
+using cuda_detail::is_aligned16;
+using cuda_detail::to_f32;
+
+constexpr int kTileRows = 8;   // rows of w per mma (its N)
+constexpr int kLanePacks = 4;  // lanes sharing one row: a warp step covers 4 packs = 32 k per row
+constexpr int kMaxWarps = 16;
+constexpr int kLoadsInFlight = 8;  // 16-byte w loads a lane issues before consuming them
+
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                          uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  __trap();  // gemv_cuda refuses devices below sm_80 before launching
+#else
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+#endif
+}
+
+// Lane (g = lane / 4, q = lane % 4) of a warp step at pack base s * 4 reads pack p = s * 4 + q of
+// w row (tile row g) and of x rows g and g + 8. With X, H the x packs and W the w pack, the two
+// mmas get A = {X.x, H.x, X.y, H.y}, B = {W.x, W.y} and A = {X.z, H.z, X.w, H.w}, B = {W.z, W.w}:
+// for every lane, fragment k-slots 2q, 2q+1 (and 2q+8, 2q+9) hold elements 8p+0,1 (and 8p+2,3) of
+// both operands (then 8p+4..7), so each product pairs the same k. Output: d[0..1] = token g, tile
+// columns 2q, 2q+1; d[2..3] = token g + 8, same columns.
+template <typename T, bool kHighTokens, int kTiles>
+struct WarpTile {
+  static constexpr int kSteps = kLoadsInFlight / kTiles;  // warp steps per chunk
+  static constexpr int kChunkPacks = kSteps * kLanePacks;  // packs of one row per chunk
+  using Loads = uint4[kSteps][kTiles];
+  const T* w_row[kTiles];  // rows past n are clamped to row n - 1: read, never written out
+  const T* x_lo;           // token g (clamped to token 0 past m: its outputs are never written)
+  const T* x_hi;           // token g + 8, likewise
+  int q;
+  // Two accumulator sets (even and odd steps) halve the chain of dependent mmas.
+  float acc[2][kTiles][4] = {};
+
+  // The w packs of chunk c. kChecked: packs past k read nothing and count as zeros.
+  template <bool kChecked>
+  __device__ __forceinline__ void load(Loads& wv, int c, int packs) const {
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      const int p = (c * kSteps + u) * kLanePacks + q;
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t) {
+        wv[u][t] = !kChecked || p < packs ? __ldcs(reinterpret_cast<const uint4*>(w_row[t] + p * 8))
+                                          : make_uint4(0, 0, 0, 0);
+      }
+    }
+  }
+
+  // Multiplies chunk c's w packs by the matching x packs (L1/L2 hits after the first block).
+  template <bool kChecked>
+  __device__ __forceinline__ void compute(const Loads& wv, int c, int packs) {
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      const int p = (c * kSteps + u) * kLanePacks + q;
+      const bool ok = !kChecked || p < packs;
+      const uint4 xl = ok ? __ldg(reinterpret_cast<const uint4*>(x_lo + p * 8)) : zero;
+      const uint4 xh = kHighTokens && ok ? __ldg(reinterpret_cast<const uint4*>(x_hi + p * 8)) : zero;
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t) {
+        mma_16816<T>(acc[u & 1][t], xl.x, xh.x, xl.y, xh.y, wv[u][t].x, wv[u][t].y);
+        mma_16816<T>(acc[u & 1][t], xl.z, xh.z, xl.w, xh.w, wv[u][t].z, wv[u][t].w);
+      }
+    }
+  }
+
+  // Chunks warp, warp + warps, ... of the whole ones, double-buffered: the loads of the next chunk
+  // are issued before the mmas of this one. (Within one chunk ptxas moves each load down to just
+  // before its use, leaving ~1 load in flight; across loop iterations it cannot.) Then the one
+  // partial chunk at the end of k, if any, by the warp whose turn it is.
+  __device__ __forceinline__ void run(int warp, int warps, int packs) {
+    const int full = packs / kChunkPacks;
+    Loads a, b;
+    int c = warp;
+    if (c < full) {
+      load<false>(a, c, packs);
+      while (true) {
+        const int c1 = c + warps;
+        if (c1 < full) load<false>(b, c1, packs);
+        compute<false>(a, c, packs);
+        if (c1 >= full) break;
+        const int c2 = c1 + warps;
+        if (c2 < full) load<false>(a, c2, packs);
+        compute<false>(b, c1, packs);
+        if (c2 >= full) break;
+        c = c2;
+      }
+    }
+    if (packs % kChunkPacks != 0 && full % warps == warp) {
+      load<true>(a, full, packs);
+      compute<true>(a, full, packs);
+    }
+  }
+};
+
+template <typename T, bool kHighTokens, int kTiles>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+    gemv_kernel(void* y, bool y_f32, const T* x, const T* w, const T* bias, int m, int n, int packs,
+                bool accumulate) {
+  using Tile = WarpTile<T, kHighTokens, kTiles>;
+  constexpr int kCols = kTileRows * kTiles;  // rows of w (columns of y) per block
+  __shared__ float4 partial[kMaxWarps][kTiles][32];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int warps = blockDim.x >> 5;
+  const int g = lane >> 2;
+  const int64_t k = static_cast<int64_t>(packs) * 8;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kCols;
+
+  Tile tile;
+  tile.q = lane & 3;
+#pragma unroll
+  for (int t = 0; t < kTiles; ++t) {
+    const int64_t r = col0 + t * kTileRows + g;
+    tile.w_row[t] = w + (r < n ? r : n - 1) * k;
+  }
+  tile.x_lo = x + (g < m ? g : 0) * k;
+  tile.x_hi = x + (kHighTokens && g + 8 < m ? g + 8 : 0) * k;
+  tile.run(warp, warps, packs);
+
+#pragma unroll
+  for (int t = 0; t < kTiles; ++t) {
+    const float(&a)[4] = tile.acc[0][t];
+    const float(&b)[4] = tile.acc[1][t];
+    partial[warp][t][lane] = make_float4(a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]);
+  }
+  __syncthreads();
+  // Element e = (token, column) of the block's 16 x kCols output; consecutive threads write
+  // consecutive columns of one token row.
+  for (int e = threadIdx.x; e < 16 * kCols; e += blockDim.x) {
+    const int tok = e / kCols;
+    const int col = e % kCols;
+    const int64_t j = col0 + col;
+    if (tok >= m || j >= n) continue;
+    const int t = col / kTileRows;
+    const int c = col % kTileRows;
+    const int src = (tok & 7) * 4 + c / 2;
+    const int comp = (tok >= 8 ? 2 : 0) + (c & 1);
+    float sum = 0.f;
+    for (int wi = 0; wi < warps; ++wi) sum += reinterpret_cast<const float*>(&partial[wi][t][src])[comp];
+    if (bias != nullptr) sum += to_f32(bias[j]);
+    const int64_t idx = static_cast<int64_t>(tok) * n + j;
+    if (y_f32) {
+      float* yf = static_cast<float*>(y);
+      yf[idx] = accumulate ? yf[idx] + sum : sum;
+    } else {
+      T* yt = static_cast<T*>(y);
+      yt[idx] = from_f32<T>(accumulate ? to_f32(yt[idx]) + sum : sum);
+    }
+  }
+}
+
+template <typename T, bool kHighTokens, int kTiles>
+void launch(void* y, bool y_f32, const void* x, const void* w, const void* bias, int m, int n, int packs,
+            bool accumulate, int sm_count, cudaStream_t stream) {
+  constexpr int kCols = kTileRows * kTiles;
+  constexpr int kChunkPacks = WarpTile<T, kHighTokens, kTiles>::kChunkPacks;
+  const int64_t blocks = (static_cast<int64_t>(n) + kCols - 1) / kCols;
+  // Fewer than two blocks per SM: twice the warps per block keep twice the loads in flight. Warps
+  // beyond the number of k chunks would only idle.
+  const int64_t chunks = (packs + kChunkPacks - 1) / kChunkPacks;
+  int64_t warps = blocks < 2 * static_cast<int64_t>(sm_count) ? kMaxWarps : kMaxWarps / 2;
+  warps = warps < chunks ? warps : (chunks < 1 ? 1 : chunks);
+  gemv_kernel<T, kHighTokens, kTiles><<<static_cast<unsigned>(blocks), static_cast<unsigned>(warps * 32), 0, stream>>>(
+      y, y_f32, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), m, n, packs,
+      accumulate);
+}
+
+template <typename T>
+void dispatch(void* y, bool y_f32, const void* x, const void* w, const void* bias, int m, int n, int packs,
+              bool accumulate, int sm_count, cudaStream_t stream) {
+  // Two row tiles per warp halve x's L1 traffic per byte of w; worth it for many tokens as long as
+  // the grid still covers every SM once.
+  const bool two_tiles = m > 8 && (static_cast<int64_t>(n) + 2 * kTileRows - 1) / (2 * kTileRows) >= sm_count;
+  if (m <= 8) {
+    launch<T, false, 1>(y, y_f32, x, w, bias, m, n, packs, accumulate, sm_count, stream);
+  } else if (two_tiles) {
+    launch<T, true, 2>(y, y_f32, x, w, bias, m, n, packs, accumulate, sm_count, stream);
+  } else {
+    launch<T, true, 1>(y, y_f32, x, w, bias, m, n, packs, accumulate, sm_count, stream);
+  }
+}
+
+}  // namespace
+
+void gemv_cuda(void* y, DType out, const void* x, const void* w, const void* bias, int64_t m, int64_t n, int64_t k,
+               bool accumulate, DType dt, cudaStream_t stream) {
+  CONVEYOR_CHECK(dt == DType::kBF16 || dt == DType::kF16, "gemv_cuda: input dtype ", dtype_name(dt),
+                 " is not supported; x, w and bias must be bf16 or f16");
+  CONVEYOR_CHECK(out == dt || out == DType::kF32, "gemv_cuda: output dtype ", dtype_name(out), " with inputs in ",
+                 dtype_name(dt), "; the output must be ", dtype_name(dt), " or f32");
+  CONVEYOR_CHECK(m >= 1 && m <= kGemvMaxRows && n >= 1 && n <= 0x7fffffff && k >= 8 && k <= 0x7fffffff,
+                 "gemv_cuda: bad shape m=", m, " n=", n, " k=", k, " (need 1 <= m <= ", kGemvMaxRows,
+                 ", 1 <= n, 8 <= k < 2^31; use GemmRunner for larger m)");
+  CONVEYOR_CHECK(k % 8 == 0, "gemv_cuda: k=", k, " is not a multiple of 8; rows of x and w must be whole 16-byte packs");
+  CONVEYOR_CHECK(y != nullptr && x != nullptr && w != nullptr, "gemv_cuda: null device pointer (y, x or w)");
+  CONVEYOR_CHECK(is_aligned16(x) && is_aligned16(w), "gemv_cuda: x (", x, ") and w (", w,
+                 ") must be 16-byte aligned; offset views by multiples of 16 bytes");
+  int device = 0, major = 0, sm_count = 0;
+  CONVEYOR_CUDA_CHECK(cudaGetDevice(&device));
+  CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  CONVEYOR_CHECK(major >= 8, "gemv_cuda: device ", device, " has compute capability ", major,
+                 ".x; the kernel needs bf16/f16 tensor-core mma (8.0 or newer): use GemmRunner (cuBLASLt)");
+  const bool y_f32 = out == DType::kF32;
+  const int mi = static_cast<int>(m), ni = static_cast<int>(n), packs = static_cast<int>(k / 8);
+  if (dt == DType::kBF16) {
+    dispatch<__nv_bfloat16>(y, y_f32, x, w, bias, mi, ni, packs, accumulate, sm_count, stream);
+  } else {
+    dispatch<__half>(y, y_f32, x, w, bias, mi, ni, packs, accumulate, sm_count, stream);
+  }
+  CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace conveyor
