@@ -26,7 +26,7 @@ namespace {
 using testing::ModelDriver;
 
 // One prompt's greedy run: its tokens and, per step, the logits that chose them.
-struct Run {
+struct GreedyRun {
   std::vector<int32_t> tokens;
   std::vector<std::vector<float>> logits;
 };
@@ -41,8 +41,8 @@ std::vector<std::vector<int32_t>> prompts() {
 }
 
 // Greedy decode of every prompt for `n` tokens; batched: all prompts in each step (prefills first).
-std::vector<Run> greedy(ModelDriver& m, const std::vector<std::vector<int32_t>>& ps, int n, bool batched) {
-  std::vector<Run> runs(ps.size());
+std::vector<GreedyRun> greedy(ModelDriver& m, const std::vector<std::vector<int32_t>>& ps, int n, bool batched) {
+  std::vector<GreedyRun> runs(ps.size());
   const size_t groups = batched ? 1 : ps.size();
   for (size_t g = 0; g < groups; ++g) {
     const size_t lo = batched ? 0 : g, hi = batched ? ps.size() : g + 1;
@@ -70,19 +70,19 @@ class CudaSmolLm2 : public ::testing::TestWithParam<DType> {
     if (!std::filesystem::exists(path)) return;
     spec_ = new ModelSpec(load_model_spec(path));
     ModelDriver cpu(*spec_, path, make_cpu_ops());
-    reference_ = new std::vector<Run>(greedy(cpu, prompts(), kNewTokens, false));
+    reference_ = new std::vector<GreedyRun>(greedy(cpu, prompts(), kNewTokens, false));
   }
   static void TearDownTestSuite() {
     delete reference_;
     delete spec_;
   }
   static ModelSpec* spec_;
-  static std::vector<Run>* reference_;
+  static std::vector<GreedyRun>* reference_;
 };
 ModelSpec* CudaSmolLm2::spec_ = nullptr;
-std::vector<Run>* CudaSmolLm2::reference_ = nullptr;
+std::vector<GreedyRun>* CudaSmolLm2::reference_ = nullptr;
 
-void expect_follows(const std::vector<Run>& got, const std::vector<Run>& ref, DType dt, const std::string& label) {
+void expect_follows(const std::vector<GreedyRun>& got, const std::vector<GreedyRun>& ref, DType dt, const std::string& label) {
   const float fraction = dt == DType::kBF16 ? testing::kTieFractionBf16 : testing::kTieFraction;
   const double min_share = dt == DType::kBF16 ? testing::kMinComparedBf16 : testing::kMinComparedF16;
   size_t matched = 0, total = 0;

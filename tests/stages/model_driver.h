@@ -24,8 +24,8 @@ namespace conveyor::testing {
 // The whole model on one backend, driven like the pipeline's last stage: apply, run, sample (greedy).
 class ModelDriver {
  public:
-  // weights: a golden's directory or a GGUF file. The sampler is the backend's (CUDA when ops has a stream).
-  ModelDriver(const ModelSpec& spec, const std::string& weights, std::unique_ptr<Ops> ops)
+  // weights_path: a golden's directory or a GGUF file. The sampler is the backend's (CUDA when ops has a stream).
+  ModelDriver(const ModelSpec& spec, const std::string& weights_path, std::unique_ptr<Ops> ops)
       : spec_(spec), ops_(std::move(ops)), allocator_(kBlocks) {
     PagedKvShape shape;
     shape.num_blocks = kBlocks;
@@ -34,7 +34,7 @@ class ModelDriver {
     shape.head_dim = static_cast<int>(spec_.head_dim);
     cache_ = ops_->make_kv_cache(0, static_cast<int>(spec_.layers), shape);
     const WeightShare share = WeightShare::whole_model(spec_);
-    WeightSet weights = WeightLoader(spec_, *open_weight_source(weights)).load_share(share);
+    WeightSet weights = WeightLoader(spec_, *open_weight_source(weights_path)).load_share(share);
     model_ = std::make_unique<StageModel>(spec_, share, std::move(weights), *ops_, *cache_, nullptr);
     // 4 rows: bigger plans loop.
     sampler_ = ops_->stream() ? make_cuda_stage_sampler(ops_->stream(), spec_.vocab, 4) : make_cpu_stage_sampler(spec_.vocab);
