@@ -67,6 +67,35 @@ __device__ __forceinline__ long long cache_row(const int32_t* table, int max_blo
   return (static_cast<long long>(block) * block_size + pos % block_size) * token_elems;
 }
 
+// 16-byte global -> shared copies that do not pass through registers (cp.async, sm_80+), so a thread
+// can keep several stages of loads in flight. valid == false writes zeros and reads nothing. Older
+// architectures take a plain load and store (same result, no overlap).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0)
+               : "memory");
+#else
+  *static_cast<uint4*>(smem) = valid ? __ldg(static_cast<const uint4*>(gmem)) : make_uint4(0, 0, 0, 0);
+#endif
+}
+
+// Closes the group of copies issued since the last commit.
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits until at most kPending of this thread's committed groups are still in flight; the data of
+// the others is then visible to this thread (and to others only after a barrier).
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
 }  // namespace conveyor::cuda_detail
 
 #include "kernels/dtype.h"
