@@ -138,10 +138,11 @@ __device__ __forceinline__ uint4* kv_slot(uint4* smem, int stage, int u, int kv)
   return smem + ((stage * kUnroll + u) * 2 + kv) * kThreads + threadIdx.x;
 }
 
-// Block ids of one step's positions of this lane group (-1 past the split's end or the table). Read
-// one step before the copies that need them, so the table's latency hides behind a step of math.
+// Block ids (-1 past the split's end or the table) and slots in their blocks of one step's positions
+// of this lane group. Read one step before the copies that need them, so the table's latency hides
+// behind a step of math.
 struct StepBlocks {
-  int id[kUnroll];
+  int id[kUnroll], slot[kUnroll];
 };
 
 template <int D>
@@ -150,8 +151,9 @@ __device__ __forceinline__ void step_blocks(StepBlocks& b, const int32_t* table,
   constexpr int kGroups = kWarps * (32 / (D / 8));
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
-    const int want = first + u * kGroups;
-    const int idx = want / a.block_size;
+    const int want = first + u * kGroups;  // >= 0
+    const int idx = a.block_div.div(want);
+    b.slot[u] = want - idx * a.block_size;
     b.id[u] = want < end && idx < a.max_blocks ? __ldg(table + idx) : -1;
   }
 }
@@ -160,16 +162,13 @@ __device__ __forceinline__ void step_blocks(StepBlocks& b, const int32_t* table,
 // kUnroll bits. Rows whose block is missing or outside the pool are zero-filled, never read.
 template <typename T, int D>
 __device__ __forceinline__ unsigned issue_step(uint4* smem, int stage, const StepBlocks& b, const T* kc, const T* vc,
-                                               const PagedAttentionArgs& a, int first) {
-  constexpr int kGroups = kWarps * (32 / (D / 8));
+                                               const PagedAttentionArgs& a) {
   const long long token_elems = static_cast<long long>(a.n_kv_heads) * D;
   unsigned ok = 0;
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
-    const int want = first + u * kGroups;
     const bool valid = b.id[u] >= 0 && b.id[u] < a.num_blocks;
-    const long long row =
-        valid ? (static_cast<long long>(b.id[u]) * a.block_size + want % a.block_size) * token_elems : 0;
+    const long long row = valid ? (static_cast<long long>(b.id[u]) * a.block_size + b.slot[u]) * token_elems : 0;
     cuda_detail::cp_async16(kv_slot(smem, stage, u, 0), kc + row, valid);
     cuda_detail::cp_async16(kv_slot(smem, stage, u, 1), vc + row, valid);
     ok |= static_cast<unsigned>(valid) << u;
@@ -203,14 +202,14 @@ __device__ __forceinline__ void decode_step(DecodeState<G>& st, const float (&qf
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) mx = fmaxf(mx, s[u][g]);
     const float safe = mx == kNegInf ? 0.f : mx;  // nothing visible yet: keep everything at zero
-    const float alpha = exp2f(st.m[g] - safe);
+    const float alpha = cuda_detail::fast_exp2(st.m[g] - safe);
     st.m[g] = mx;
     st.l[g] *= alpha;
 #pragma unroll
     for (int i = 0; i < 8; ++i) st.acc[g][i] *= alpha;
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      s[u][g] = exp2f(s[u][g] - safe);
+      s[u][g] = cuda_detail::fast_exp2(s[u][g] - safe);
       st.l[g] += s[u][g];
     }
   }
@@ -269,8 +268,10 @@ __device__ __forceinline__ void decode_merge(const DecodeState<G>& st, const Pag
 
 // D: head_dim (16, 32, 64, 128, 256); G: query heads per CTA. A lane group of D/8 lanes holds one K/V row
 // (8 elements per lane); the 1024/D lane groups of the CTA walk the split's positions interleaved.
+// Up to 4 heads per CTA the registers are capped at 128 so that 4 CTAs (16 warps) share an SM: the
+// step's math is latency-bound and more warps measured faster than deeper pipelines (H200).
 template <typename T, int D, int G>
-__global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a) {
+__global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedAttentionArgs a) {
   constexpr int kLanesPerRow = D / 8;
   constexpr int kGroups = kWarps * (32 / kLanesPerRow);
   const int t = blockIdx.x, hc = blockIdx.y;
@@ -316,7 +317,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a) 
   for (int j = 0; j < kStages - 1; ++j) {
     if (j < steps) {
       step_blocks<D>(blk, table, a, first + j * kStride, w.end);
-      visible |= issue_step<T, D>(smem, j, blk, kc, vc, a, first + j * kStride) << (j * kUnroll);
+      visible |= issue_step<T, D>(smem, j, blk, kc, vc, a) << (j * kUnroll);
     }
     cuda_detail::cp_async_commit();
   }
@@ -325,7 +326,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a) 
     const int ahead = j + kStages - 1;
     if (ahead < steps) {
       const int sa = ahead % kStages;
-      const unsigned bits = issue_step<T, D>(smem, sa, blk, kc, vc, a, first + ahead * kStride);
+      const unsigned bits = issue_step<T, D>(smem, sa, blk, kc, vc, a);
       visible = (visible & ~(kStageBits << (sa * kUnroll))) | (bits << (sa * kUnroll));
       if (ahead + 1 < steps) step_blocks<D>(blk, table, a, first + (ahead + 1) * kStride, w.end);
     }
@@ -507,6 +508,7 @@ void paged_attention_cuda(void* out, const void* q, const void* k_cache, const v
   a.max_blocks = b.max_blocks_per_seq;
   a.num_blocks = shape.num_blocks;
   a.block_size = shape.block_size;
+  a.block_div = cuda_detail::FastDiv(shape.block_size);
   a.n_heads = p.n_heads;
   a.n_kv_heads = shape.n_kv_heads;
   a.group = p.n_heads / shape.n_kv_heads;

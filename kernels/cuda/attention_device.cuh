@@ -67,6 +67,32 @@ __device__ __forceinline__ long long cache_row(const int32_t* table, int max_blo
   return (static_cast<long long>(block) * block_size + pos % block_size) * token_elems;
 }
 
+// Division of 0 <= n < 2^31 by a run-time divisor 1 <= d < 2^31 with one multiply-high instead of the
+// ~20-instruction integer division (Granlund-Montgomery): s = ceil(log2 d), m = 2^32 (2^s - d) / d + 1
+// (< 2^32), n / d = (umulhi(n, m) + n) >> s; the sum stays below 2^32 because umulhi(n, m) < n.
+struct FastDiv {
+  unsigned m = 1;
+  int s = 0;
+  FastDiv() = default;
+  explicit FastDiv(int d) {
+    while ((1LL << s) < d) ++s;
+    m = static_cast<unsigned>(((1ULL << 32) * ((1ULL << s) - static_cast<unsigned long long>(d))) /
+                                  static_cast<unsigned long long>(d) + 1);
+  }
+  __device__ __forceinline__ int div(int n) const {
+    const unsigned u = static_cast<unsigned>(n);
+    return static_cast<int>((__umulhi(u, m) + u) >> s);
+  }
+};
+
+// 2^x in one MUFU.EX2 (exp2f adds range fix-ups around it); ~2 ulp, 2^-inf = +0, denormals flushed,
+// which the softmax weights can afford.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // 16-byte global -> shared copies that do not pass through registers (cp.async, sm_80+), so a thread
 // can keep several stages of loads in flight. valid == false writes zeros and reads nothing. Older
 // architectures take a plain load and store (same result, no overlap).
@@ -117,6 +143,7 @@ struct PagedAttentionArgs {
   const int32_t* positions = nullptr;
   const int32_t* block_tables = nullptr;
   int num_seqs = 0, num_tokens = 0, max_blocks = 0, num_blocks = 0, block_size = 0;
+  FastDiv block_div;   // by block_size
   int n_heads = 0, n_kv_heads = 0, group = 0, head_dim = 0;
   int window = 0;
   float scale_log2 = 0.f;

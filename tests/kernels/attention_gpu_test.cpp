@@ -1,7 +1,7 @@
 // Tests write_kv_cache_cuda and paged_attention_cuda against write_kv_cache_ref / paged_attention_ref
 // (fp32, on the same dtype-rounded inputs) for bf16 and f16: MHA, GQA, MQA, head_dim 64/128/256,
 // block sizes 16, 32 and 48, batches mixing decodes and prefill chunks (query lengths 1, 7, 100; contexts
-// 1 to 5000) on shuffled block tables, sliding windows 0, 64 and 1000, the device max-context path
+// 1 to 5000) on shuffled block tables, sliding windows 0, 48, 64 and 700, the device max-context path
 // (grid sized for a bound, splits from the exact value). Every element is checked.
 #include "kernels/cuda/attention.h"
 
@@ -158,12 +158,12 @@ TEST_P(PagedAttentionGpu, DeviceMaxContextBound) {
   run_case({"gqa 8/2 d64 bs16 mixed bound x8", 8, 2, 64, 16, 0, kMixed, 8}, GetParam());
 }
 TEST_P(PagedAttentionGpu, LongSingleSplitDecodes) {
-  // 512 decode tokens x 8 heads fill the GPU without splitting: each CTA pipelines a whole context
-  // (up to 3000 positions, ~100 steps) with block size 16 and 48.
+  // 256 decode tokens x 16 heads fill the GPU without splitting: each CTA pipelines a whole context
+  // (up to 1500 positions, ~50 steps) with block size 16 and 48; two head chunks per KV head (MQA).
   std::vector<std::pair<int, int>> seqs;
-  for (int i = 0; i < 512; ++i) seqs.push_back({(i * 733) % 3000, 1});
-  run_case({"gqa 8/2 d128 bs16 512 decodes", 8, 2, 128, 16, 0, seqs}, GetParam());
-  run_case({"gqa 8/2 d128 bs48 512 decodes window 1000", 8, 2, 128, 48, 1000, seqs}, GetParam());
+  for (int i = 0; i < 256; ++i) seqs.push_back({(i * 733) % 1500, 1});
+  run_case({"mqa 16/1 d128 bs16 256 decodes", 16, 1, 128, 16, 0, seqs}, GetParam());
+  run_case({"mqa 16/1 d128 bs48 256 decodes window 700", 16, 1, 128, 48, 700, seqs}, GetParam());
 }
 TEST_P(PagedAttentionGpu, OddGroupOfThree) {
   // 12 heads over 4 KV heads: a head tile of 4 with one masked head per CTA.
