@@ -1,6 +1,7 @@
 // Paged KV write and the decode side of paged attention (see attention.h). Decode: one CTA per
-// (token, KV head, query-head chunk, context split) reads each K/V row of its split once with 16-byte
-// loads for all query heads of the chunk (GQA), keeps an online softmax per lane group in fp32, and
+// (token, KV head, query-head chunk, context split) reads each K/V row of its split once for all query
+// heads of the chunk (GQA) through a per-thread cp.async pipeline in shared memory (several steps of
+// 16-byte copies in flight, no registers held), keeps an online softmax per lane group in fp32, and
 // merges its lane groups through shared memory; with several splits a reduce kernel merges the split
 // partials (flash-decoding). Sequences with several new tokens go to attention_prefill.cu.
 #include "kernels/cuda/attention.h"
@@ -24,7 +25,11 @@ using cuda_detail::PagedAttentionArgs;
 
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kUnroll = 4;               // positions in flight per lane group: K and V loads issued together
+constexpr int kUnroll = 4;               // positions per lane group and pipeline stage
+// cp.async stages per thread: kStages - 1 steps stay in flight while one is computed (16 KiB of K and V
+// per step and CTA). Measured on H200 (b64 x 4k): 3 stages 295 us, 4 stages 296 us (and 6 stages, which
+// leave 2 CTAs per SM, much slower): the math needs warps more than the loads need depth.
+constexpr int kStages = 3;
 constexpr int kMinPartition = 64;        // fewest positions worth a split of their own
 // (token, head) rows x splits per launch; bounds the workspace. Measured on H200 (batch 16/64, 32 heads,
 // 1k-16k context): 4096 beat 8192 and 16384 (fewer, longer splits; 16384 was 2-15% slower).
@@ -117,28 +122,59 @@ struct DecodeState {
   float m[G], l[G], acc[G][8];
 };
 
-// The K and V rows of one step of a lane group (kUnroll positions, kGroups apart) and which of them
-// are visible. Rows past the split's end or outside the table load a valid row and are masked.
+// The K and V rows of one step of a lane group (kUnroll positions, kGroups apart), read back from
+// shared memory, and which of them are visible (the others hold zeros and are masked).
 struct KvStep {
   uint4 k[kUnroll], v[kUnroll];
   bool ok[kUnroll];
 };
 
-template <typename T, int D>
-__device__ __forceinline__ void decode_load(KvStep& r, const T* kc, const T* vc, const int32_t* table,
-                                            const PagedAttentionArgs& a, int first, int end) {
+// Shared memory of the decode kernel: kStages x kUnroll x {K, V} 16-byte slots per thread. A thread
+// reads back only the slots its own cp.async filled, so the pipeline needs no barrier; after the
+// loop the lane-group merge reuses the buffer.
+constexpr size_t kDecodeSmemBytes = size_t(kStages) * kUnroll * 2 * kThreads * sizeof(uint4);
+static_assert(kDecodeSmemBytes <= 48 * 1024, "more dynamic shared memory needs cudaFuncSetAttribute");
+
+__device__ __forceinline__ uint4* kv_slot(uint4* smem, int stage, int u, int kv) {
+  return smem + ((stage * kUnroll + u) * 2 + kv) * kThreads + threadIdx.x;
+}
+
+// Block ids (-1 past the split's end or the table) and slots in their blocks of one step's positions
+// of this lane group. Read one step before the copies that need them, so the table's latency hides
+// behind a step of math.
+struct StepBlocks {
+  int id[kUnroll], slot[kUnroll];
+};
+
+template <int D>
+__device__ __forceinline__ void step_blocks(StepBlocks& b, const int32_t* table, const PagedAttentionArgs& a,
+                                            int first, int end) {
   constexpr int kGroups = kWarps * (32 / (D / 8));
-  const long long token_elems = static_cast<long long>(a.n_kv_heads) * D;
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
-    const int want = first + u * kGroups;
-    const long long row =
-        cuda_detail::cache_row(table, a.max_blocks, min(want, end - 1), a.block_size, a.num_blocks, token_elems);
-    r.ok[u] = want < end && row >= 0;
-    const long long off = row >= 0 ? row : 0;
-    r.k[u] = __ldg(reinterpret_cast<const uint4*>(kc + off));
-    r.v[u] = __ldg(reinterpret_cast<const uint4*>(vc + off));
+    const int want = first + u * kGroups;  // >= 0
+    const int idx = a.block_div.div(want);
+    b.slot[u] = want - idx * a.block_size;
+    b.id[u] = want < end && idx < a.max_blocks ? __ldg(table + idx) : -1;
   }
+}
+
+// Starts the copies of one step's K and V rows into stage `stage`; returns the visible positions as
+// kUnroll bits. Rows whose block is missing or outside the pool are zero-filled, never read.
+template <typename T, int D>
+__device__ __forceinline__ unsigned issue_step(uint4* smem, int stage, const StepBlocks& b, const T* kc, const T* vc,
+                                               const PagedAttentionArgs& a) {
+  const long long token_elems = static_cast<long long>(a.n_kv_heads) * D;
+  unsigned ok = 0;
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const bool valid = b.id[u] >= 0 && b.id[u] < a.num_blocks;
+    const long long row = valid ? (static_cast<long long>(b.id[u]) * a.block_size + b.slot[u]) * token_elems : 0;
+    cuda_detail::cp_async16(kv_slot(smem, stage, u, 0), kc + row, valid);
+    cuda_detail::cp_async16(kv_slot(smem, stage, u, 1), vc + row, valid);
+    ok |= static_cast<unsigned>(valid) << u;
+  }
+  return ok;
 }
 
 // One step of a lane group over loaded rows: the scores (reduced over the kLanesPerRow lanes of a
@@ -167,14 +203,14 @@ __device__ __forceinline__ void decode_step(DecodeState<G>& st, const float (&qf
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) mx = fmaxf(mx, s[u][g]);
     const float safe = mx == kNegInf ? 0.f : mx;  // nothing visible yet: keep everything at zero
-    const float alpha = exp2f(st.m[g] - safe);
+    const float alpha = cuda_detail::fast_exp2(st.m[g] - safe);
     st.m[g] = mx;
     st.l[g] *= alpha;
 #pragma unroll
     for (int i = 0; i < 8; ++i) st.acc[g][i] *= alpha;
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      s[u][g] = exp2f(s[u][g] - safe);
+      s[u][g] = cuda_detail::fast_exp2(s[u][g] - safe);
       st.l[g] += s[u][g];
     }
   }
@@ -193,11 +229,13 @@ __device__ __forceinline__ void decode_step(DecodeState<G>& st, const float (&qf
 // the split's normalized partial and its (max, sum).
 template <typename T, int D, int G>
 __device__ __forceinline__ void decode_merge(const DecodeState<G>& st, const PagedAttentionArgs& a, int t, int h0,
-                                             int heads, int splits) {
+                                             int heads, int splits, uint4* smem) {
   constexpr int kLanesPerRow = D / 8;
   constexpr int kGroups = kWarps * (32 / kLanesPerRow);  // kGroups * D == 1024
-  __shared__ float acc_s[G][kGroups * D];
-  __shared__ float2 ml_s[G][kGroups];
+  static_assert(sizeof(float[G][kGroups * D]) + sizeof(float2[G][kGroups]) <= kDecodeSmemBytes,
+                "the merge must fit in the pipeline's shared memory");
+  auto acc_s = reinterpret_cast<float(*)[kGroups * D]>(smem);
+  auto ml_s = reinterpret_cast<float2(*)[kGroups]>(smem + G * kGroups * D / 4);
   const int lane_group = threadIdx.x / kLanesPerRow, sl = threadIdx.x % kLanesPerRow;
 #pragma unroll
   for (int g = 0; g < G; ++g) {
@@ -231,8 +269,10 @@ __device__ __forceinline__ void decode_merge(const DecodeState<G>& st, const Pag
 
 // D: head_dim (16, 32, 64, 128, 256); G: query heads per CTA. A lane group of D/8 lanes holds one K/V row
 // (8 elements per lane); the 1024/D lane groups of the CTA walk the split's positions interleaved.
+// Up to 4 heads per CTA the registers are capped at 128 so that 4 CTAs (16 warps) share an SM: the
+// step's math is latency-bound and more warps measured faster than deeper pipelines (H200).
 template <typename T, int D, int G>
-__global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a) {
+__global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedAttentionArgs a) {
   constexpr int kLanesPerRow = D / 8;
   constexpr int kGroups = kWarps * (32 / kLanesPerRow);
   const int t = blockIdx.x, hc = blockIdx.y;
@@ -263,18 +303,49 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a) 
   const int32_t* table = a.block_tables + static_cast<long long>(w.seq) * a.max_blocks;
   const T* kc = static_cast<const T*>(a.k_cache) + static_cast<long long>(kvh) * D + sl * 8;
   const T* vc = static_cast<const T*>(a.v_cache) + static_cast<long long>(kvh) * D + sl * 8;
-  // The trip count is the same for every lane of the CTA: the shuffles need whole warps. The next
-  // step's rows are loaded before this step's math, so loads stay in flight while it runs.
+  extern __shared__ uint4 smem[];
+  // Step j (kStride positions) lives in stage j % kStages; its copies start kStages - 1 steps before
+  // its math. Every thread commits one group per step, empty or not, so wait_group counts steps. The
+  // trip count is the same for every lane of the CTA: the shuffles need whole warps.
   constexpr int kStride = kGroups * kUnroll;
-  KvStep cur;
-  if (w.begin < w.end) decode_load<T, D>(cur, kc, vc, table, a, w.begin + lane_group, w.end);
-  for (int base = w.begin; base < w.end; base += kStride) {
-    KvStep next = cur;
-    if (base + kStride < w.end) decode_load<T, D>(next, kc, vc, table, a, base + kStride + lane_group, w.end);
-    decode_step<T, D, G>(st, qf, cur);
-    cur = next;
+  constexpr unsigned kStageBits = (1u << kUnroll) - 1;
+  static_assert(kStages * kUnroll <= 32, "visibility bits of all stages fit one word");
+  const int steps = w.end > w.begin ? (w.end - w.begin + kStride - 1) / kStride : 0;
+  const int first = w.begin + lane_group;
+  StepBlocks blk;
+  unsigned visible = 0;  // bit stage * kUnroll + u: position u of that stage is visible
+#pragma unroll
+  for (int j = 0; j < kStages - 1; ++j) {
+    if (j < steps) {
+      step_blocks<D>(blk, table, a, first + j * kStride, w.end);
+      visible |= issue_step<T, D>(smem, j, blk, kc, vc, a) << (j * kUnroll);
+    }
+    cuda_detail::cp_async_commit();
   }
-  decode_merge<T, D, G>(st, a, t, h0, heads, w.splits);
+  if (kStages - 1 < steps) step_blocks<D>(blk, table, a, first + (kStages - 1) * kStride, w.end);
+  for (int j = 0; j < steps; ++j) {
+    const int ahead = j + kStages - 1;
+    if (ahead < steps) {
+      const int sa = ahead % kStages;
+      const unsigned bits = issue_step<T, D>(smem, sa, blk, kc, vc, a);
+      visible = (visible & ~(kStageBits << (sa * kUnroll))) | (bits << (sa * kUnroll));
+      if (ahead + 1 < steps) step_blocks<D>(blk, table, a, first + (ahead + 1) * kStride, w.end);
+    }
+    cuda_detail::cp_async_commit();
+    cuda_detail::cp_async_wait<kStages - 1>();  // step j has landed
+    const int stage = j % kStages;
+    KvStep r;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      r.k[u] = *kv_slot(smem, stage, u, 0);
+      r.v[u] = *kv_slot(smem, stage, u, 1);
+      r.ok[u] = (visible >> (stage * kUnroll + u)) & 1u;
+    }
+    decode_step<T, D, G>(st, qf, r);
+  }
+  cuda_detail::cp_async_wait<0>();
+  __syncthreads();  // the merge overwrites other threads' stages
+  decode_merge<T, D, G>(st, a, t, h0, heads, w.splits, smem);
 }
 
 // Merges the splits of one (token, head): weights exp2(m_s - M) * l_s, normalized.
@@ -316,7 +387,7 @@ int head_tile(int group) {
 template <typename T, int D, int G>
 void launch_decode_g(const PagedAttentionArgs& a, cudaStream_t s) {
   const dim3 grid(a.num_tokens, a.n_kv_heads * a.chunks, a.splits);
-  decode_kernel<T, D, G><<<grid, kThreads, 0, s>>>(a);
+  decode_kernel<T, D, G><<<grid, kThreads, kDecodeSmemBytes, s>>>(a);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -424,6 +495,7 @@ void paged_attention_cuda(void* out, const void* q, const void* k_cache, const v
   a.max_blocks = b.max_blocks_per_seq;
   a.num_blocks = shape.num_blocks;
   a.block_size = shape.block_size;
+  a.block_div = cuda_detail::FastDiv(shape.block_size);
   a.n_heads = p.n_heads;
   a.n_kv_heads = shape.n_kv_heads;
   a.group = p.n_heads / shape.n_kv_heads;

@@ -67,6 +67,61 @@ __device__ __forceinline__ long long cache_row(const int32_t* table, int max_blo
   return (static_cast<long long>(block) * block_size + pos % block_size) * token_elems;
 }
 
+// Division of 0 <= n < 2^31 by a run-time divisor 1 <= d < 2^31 with one multiply-high instead of the
+// ~20-instruction integer division (Granlund-Montgomery): s = ceil(log2 d), m = 2^32 (2^s - d) / d + 1
+// (< 2^32), n / d = (umulhi(n, m) + n) >> s; the sum stays below 2^32 because umulhi(n, m) < n.
+struct FastDiv {
+  unsigned m = 1;
+  int s = 0;
+  FastDiv() = default;
+  explicit FastDiv(int d) {
+    while ((1LL << s) < d) ++s;
+    m = static_cast<unsigned>(((1ULL << 32) * ((1ULL << s) - static_cast<unsigned long long>(d))) /
+                                  static_cast<unsigned long long>(d) + 1);
+  }
+  __device__ __forceinline__ int div(int n) const {
+    const unsigned u = static_cast<unsigned>(n);
+    return static_cast<int>((__umulhi(u, m) + u) >> s);
+  }
+};
+
+// 2^x in one MUFU.EX2 (exp2f adds range fix-ups around it); ~2 ulp, 2^-inf = +0, denormals flushed,
+// which the softmax weights can afford.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// 16-byte global -> shared copies that do not pass through registers (cp.async, sm_80+), so a thread
+// can keep several stages of loads in flight. valid == false writes zeros and reads nothing. Older
+// architectures take a plain load and store (same result, no overlap).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0)
+               : "memory");
+#else
+  *static_cast<uint4*>(smem) = valid ? __ldg(static_cast<const uint4*>(gmem)) : make_uint4(0, 0, 0, 0);
+#endif
+}
+
+// Closes the group of copies issued since the last commit.
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits until at most kPending of this thread's committed groups are still in flight; the data of
+// the others is then visible to this thread (and to others only after a barrier).
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
 }  // namespace conveyor::cuda_detail
 
 #include "kernels/dtype.h"
@@ -88,6 +143,7 @@ struct PagedAttentionArgs {
   const int32_t* positions = nullptr;
   const int32_t* block_tables = nullptr;
   int num_seqs = 0, num_tokens = 0, max_blocks = 0, num_blocks = 0, block_size = 0;
+  FastDiv block_div;   // by block_size
   int n_heads = 0, n_kv_heads = 0, group = 0, head_dim = 0;
   int window = 0;
   float scale_log2 = 0.f;

@@ -1,7 +1,8 @@
 // Tests write_kv_cache_cuda and paged_attention_cuda against write_kv_cache_ref / paged_attention_ref
 // (fp32, on the same dtype-rounded inputs) for bf16 and f16: MHA, GQA, MQA, head_dim 64/128/256,
-// block sizes 16 and 32, batches mixing decodes and prefill chunks (query lengths 1, 7, 100; contexts
-// 1, 33, 1000, 5000) on shuffled block tables, sliding windows 0 and 64. Every element is checked.
+// block sizes 16, 32 and 48, batches mixing decodes and prefill chunks (query lengths 1, 7, 100; contexts
+// 1 to 5000) on shuffled block tables, sliding windows 0, 48, 64 and 700, the device max-context path
+// (grid sized for a bound, splits from the exact value). Every element is checked.
 #include "kernels/cuda/attention.h"
 
 #include <gtest/gtest.h>
@@ -30,6 +31,9 @@ struct Case {
   std::string name;
   int n_heads, n_kv_heads, head_dim, block_size, window;
   std::vector<std::pair<int, int>> seqs;  // (cached history, new tokens) per sequence
+  // > 1: the host passes max_context_len * context_bound as its bound and the exact value in device
+  // memory (the CUDA-graph path: grid sized for the bound, splits from the exact value).
+  int context_bound = 1;
 };
 
 // Contexts 1, 33, 1000, 5000 for decodes; chunks of 7 and 100 tokens after various histories.
@@ -109,9 +113,11 @@ void run_case(const Case& c, DType dt) {
   b.block_tables = tables.as<int32_t>();
   b.max_blocks_per_seq = h.max_blocks;
   b.max_query_len = h.max_query_len;
-  b.max_context_len = h.max_context_len;
+  b.max_context_len = h.max_context_len * c.context_bound;
+  DeviceBuffer exact_ctx = DeviceBuffer::from(std::vector<int32_t>{h.max_context_len});
+  if (c.context_bound > 1) b.max_context_len_dev = exact_ctx.as<int32_t>();
   const AttentionParams p{c.n_heads, 1.f / std::sqrt(static_cast<float>(c.head_dim)), c.window};
-  DeviceBuffer ws(paged_attention_workspace_bytes(tokens, c.n_heads, c.head_dim, h.max_context_len));
+  DeviceBuffer ws(paged_attention_workspace_bytes(tokens, c.n_heads, c.head_dim, b.max_context_len));
 
   write_kv_cache_cuda(k_cache.get(), v_cache.get(), k.get(), v.get(), b, h.shape, dt, nullptr);
   paged_attention_cuda(out.get(), q.get(), k_cache.get(), v_cache.get(), b, h.shape, p, ws.get(), dt, nullptr);
@@ -145,6 +151,19 @@ TEST_P(PagedAttentionGpu, MqaWideGroupDecodes) {
 TEST_P(PagedAttentionGpu, GqaDecodesSplitK) {
   run_case({"gqa 32/8 d128 bs32 decodes", 32, 8, 128, 32, 0, kDecodes}, GetParam());
   run_case({"gqa 32/8 d128 bs16 decodes window 64", 32, 8, 128, 16, 64, kDecodes}, GetParam());
+}
+TEST_P(PagedAttentionGpu, DeviceMaxContextBound) {
+  // Grid and workspace sized for 8x the context; the kernels split by the exact device value (graphs).
+  run_case({"gqa 32/8 d128 bs16 decodes bound x8", 32, 8, 128, 16, 0, kDecodes, 8}, GetParam());
+  run_case({"gqa 8/2 d64 bs16 mixed bound x8", 8, 2, 64, 16, 0, kMixed, 8}, GetParam());
+}
+TEST_P(PagedAttentionGpu, LongSingleSplitDecodes) {
+  // 256 decode tokens x 16 heads fill the GPU without splitting: each CTA pipelines a whole context
+  // (up to 1500 positions, ~50 steps) with block size 16 and 48; two head chunks per KV head (MQA).
+  std::vector<std::pair<int, int>> seqs;
+  for (int i = 0; i < 256; ++i) seqs.push_back({(i * 733) % 1500, 1});
+  run_case({"mqa 16/1 d128 bs16 256 decodes", 16, 1, 128, 16, 0, seqs}, GetParam());
+  run_case({"mqa 16/1 d128 bs48 256 decodes window 700", 16, 1, 128, 48, 700, seqs}, GetParam());
 }
 TEST_P(PagedAttentionGpu, OddGroupOfThree) {
   // 12 heads over 4 KV heads: a head tile of 4 with one masked head per CTA.
