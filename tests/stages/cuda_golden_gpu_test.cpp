@@ -73,7 +73,7 @@ class GpuModel {
     shape.head_dim = static_cast<int>(spec_.head_dim);
     cache_ = ops_->make_kv_cache(0, static_cast<int>(spec_.layers), shape);
     const WeightShare share = WeightShare::whole_model(spec_);
-    WeightSet weights = WeightLoader(spec_, *open_weight_source(g.dir)).load_share(share);
+    WeightSet weights = WeightLoader(spec_, open_weight_source(g.dir)).load_share(share);
     model_ = std::make_unique<StageModel>(spec_, share, std::move(weights), *ops_, *cache_, nullptr);
     sampler_ = make_cuda_stage_sampler(ops_->stream(), spec_.vocab, 4);  // 4 rows: bigger plans loop
   }
