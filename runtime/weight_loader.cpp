@@ -1,10 +1,12 @@
 // WeightLoader (see weight_loader.h). Rows are read independently, so the per-row loops run under
-// OpenMP; an exception inside a worker is carried out of the parallel region and rethrown.
+// OpenMP; an exception inside a worker is carried out of the parallel region and rethrown. The lazy
+// set's fills share one copy of the loader (spec copy + shared source), never the caller's objects.
 #include "runtime/weight_loader.h"
 
 #include <exception>
+#include <memory>
 #include <set>
-#include <sstream>
+#include <utility>
 
 #include "runtime/error.h"
 #include "runtime/strings.h"
@@ -36,50 +38,42 @@ void parallel_for(int64_t n, Fn fn) {
 
 }  // namespace
 
-size_t WeightSet::bytes() const {
-  size_t b = 0;
-  for (const auto& [name, t] : tensors) b += t.bytes();
-  return b;
-}
-
-const HostTensor& WeightSet::at(const std::string& name) const {
-  auto it = tensors.find(name);
-  CONVEYOR_CHECK(it != tensors.end(), "weight '", name, "' is not held by this rank");
-  return it->second;
-}
-
-WeightLoader::WeightLoader(const ModelSpec& spec, const WeightSource& source) : spec_(spec), source_(source) {
-  unpermute_qk_ = source.format() == SourceFormat::kGguf && spec.architecture != Architecture::kQwen2;
+WeightLoader::WeightLoader(const ModelSpec& spec, std::shared_ptr<const WeightSource> source)
+    : spec_(spec), source_(std::move(source)) {
+  CONVEYOR_CHECK(source_ != nullptr, "internal: WeightLoader given no weight source");
+  unpermute_qk_ = source_->format() == SourceFormat::kGguf && spec.architecture != Architecture::kQwen2;
   check_source();
 }
 
 std::string WeightLoader::source_name(const WeightId& id) const {
   WeightId src = id;
   if (id.kind == WeightKind::kLmHead && spec_.tie_word_embeddings) src = {WeightKind::kEmbedding, -1};
-  return source_.format() == SourceFormat::kGguf ? gguf_name(src) : hf_name(src);
+  return source_->format() == SourceFormat::kGguf ? gguf_name(src) : hf_name(src);
 }
 
 void WeightLoader::check_source() const {
+  const WeightSource& source = *source_;
   std::set<std::string> expected;
   for (const WeightId& id : model_weights(spec_)) {
     std::string name = source_name(id);
     expected.insert(name);
-    const SourceTensor& t = source_.at(name);
+    const SourceTensor& t = source.at(name);
     std::vector<int64_t> want = full_shape(spec_, id);
     CONVEYOR_CHECK(t.shape == want, "tensor '", name, "' in '", t.file, "' has shape ", shape_text(t.shape),
                    " but the model spec (", spec_.source, ") needs ", shape_text(want),
                    "; the config and the weights do not match");
+    source.check_readable(name);
   }
   const SourceTensor* first = nullptr;
-  for (const SourceTensor& t : source_.tensors()) {
+  for (const SourceTensor& t : source.tensors()) {
     bool harmless = ends_with(t.name, "rotary_emb.inv_freq") ||
                     (spec_.tie_word_embeddings && (t.name == "lm_head.weight" || t.name == "output.weight"));
-    CONVEYOR_CHECK(expected.count(t.name) || harmless, "checkpoint '", source_.path(), "' holds tensor '", t.name,
+    CONVEYOR_CHECK(expected.count(t.name) || harmless, "checkpoint '", source.path(), "' holds tensor '", t.name,
                    "' that a ", architecture_name(spec_.architecture),
                    " model does not use; refusing to ignore it (is the config for another architecture?)");
-    if (source_.format() != SourceFormat::kSafetensors || harmless) continue;
+    if (source.format() != SourceFormat::kSafetensors || harmless) continue;
     if (!first) first = &t;
-    CONVEYOR_CHECK(t.dtype == first->dtype, "checkpoint '", source_.path(), "': tensor '", t.name, "' is ",
+    CONVEYOR_CHECK(t.dtype == first->dtype, "checkpoint '", source.path(), "': tensor '", t.name, "' is ",
                    t.dtype, " but '", first->name, "' is ", first->dtype,
                    "; conveyor expects one dtype for all weights — re-save the checkpoint in one dtype");
   }
@@ -94,14 +88,12 @@ int64_t WeightLoader::source_row(const WeightId& id, int64_t row) const {
   return head * hd + 2 * i + j;
 }
 
-HostTensor WeightLoader::load(const WeightId& id, const WeightShare& share) const {
-  std::string name = source_name(id);
-  HostTensor t = make_share_tensor(spec_, id, share);
-  float* out = t.data.data();
+void WeightLoader::read(const WeightId& id, const HostTensor& t, float* out) const {
+  const std::string name = source_name(id);
   if (t.full_shape.size() == 1) {  // norms and biases: one element range
     int64_t b = t.split_begin;
-    source_.read_range(name, b, b + t.shape[0], out);
-    return t;
+    source_->read_range(name, b, b + t.shape[0], out);
+    return;
   }
   int64_t cols = t.full_shape[1];
   int64_t rows = t.shape[0], width = t.shape[1];
@@ -109,17 +101,24 @@ HostTensor WeightLoader::load(const WeightId& id, const WeightShare& share) cons
   int64_t col0 = t.split_dim == 1 ? t.split_begin : 0;
   parallel_for(rows, [&](int64_t r) {
     int64_t src = source_row(id, row0 + r);
-    source_.read_range(name, src * cols + col0, src * cols + col0 + width, out + r * width);
+    source_->read_range(name, src * cols + col0, src * cols + col0 + width, out + r * width);
   });
+}
+
+HostTensor WeightLoader::load(const WeightId& id, const WeightShare& share) const {
+  HostTensor t = make_share_header(spec_, id, share);
+  t.data.resize(static_cast<size_t>(t.numel()));
+  read(id, t, t.data.data());
   return t;
 }
 
 WeightSet WeightLoader::load_share(const WeightShare& share) const {
+  // One copy of the loader shared by every fill: the set may outlive this object.
+  auto self = std::make_shared<const WeightLoader>(*this);
   WeightSet set;
   for (const WeightId& id : share_weights(spec_, share)) {
-    HostTensor t = load(id, share);
-    std::string key = t.name;
-    set.tensors.emplace(std::move(key), std::move(t));
+    set.add(make_share_header(spec_, id, share),
+            [self, id](const HostTensor& t, float* out) { self->read(id, t, out); });
   }
   return set;
 }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "runtime/model_spec.h"
-#include "runtime/weight_loader.h"
+#include "runtime/weight_set.h"
 #include "runtime/weights_layout.h"
 
 namespace conveyor {
@@ -36,7 +36,12 @@ inline float dummy_normal(uint64_t key, uint64_t index) {
   return (static_cast<float>(sum) - 131070.0f) * kScale;
 }
 
-// The share's tensors, same shapes and names as WeightLoader::load_share would give.
+// Writes the dummy values of the share `t` describes (t.numel() floats) into out: element (i, j) of
+// the share is element (split_begin-shifted) of the full tensor, hashed with `key`, plus `offset`.
+void fill_dummy(const HostTensor& t, uint64_t key, float offset, float* out);
+
+// The share's tensors, lazy (nothing generated until materialised), same shapes and names as
+// WeightLoader::load_share would give.
 WeightSet make_dummy_weights(const ModelSpec& spec, const WeightShare& share, uint64_t seed);
 
 }  // namespace conveyor

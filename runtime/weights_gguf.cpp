@@ -23,14 +23,12 @@ class GgufSource : public WeightSource {
   const std::vector<SourceTensor>& tensors() const override { return tensors_; }
   const GgufFile& gguf() const { return file_; }
 
+  void check_readable(const std::string& name) const override { readable(name); }
+
   void read_range(const std::string& name, int64_t begin, int64_t end, float* out) const override {
-    const GgufTensorInfo* t = file_.find_tensor(name);
-    CONVEYOR_CHECK(t != nullptr, "no tensor '", name, "' in GGUF file '", path(), "'");
+    const GgufTensorInfo* t = &readable(name);
     CONVEYOR_CHECK(begin >= 0 && begin <= end && end <= t->numel(), "read of elements [", begin, ", ", end,
                    ") of tensor '", name, "' in '", path(), "' is outside its ", t->numel(), " elements");
-    CONVEYOR_CHECK(gguf_can_dequantize(t->type), "GGUF file '", path(), "': tensor '", name, "' has type ",
-                   ggml_type_name(t->type), ", which conveyor cannot dequantize (F32, F16, BF16, Q8_0, Q4_0, Q4_1, ",
-                   "Q4_K, Q6_K); requantize the model to one of these");
     const GgmlTypeTraits* tr = ggml_type_traits(static_cast<uint32_t>(t->type));
     int64_t be = tr->block_elems;
     int64_t first_block = begin / be, last_block = (end + be - 1) / be;
@@ -45,6 +43,15 @@ class GgufSource : public WeightSource {
   }
 
  private:
+  const GgufTensorInfo& readable(const std::string& name) const {
+    const GgufTensorInfo* t = file_.find_tensor(name);
+    CONVEYOR_CHECK(t != nullptr, "no tensor '", name, "' in GGUF file '", path(), "'");
+    CONVEYOR_CHECK(gguf_can_dequantize(t->type), "GGUF file '", path(), "': tensor '", name, "' has type ",
+                   ggml_type_name(t->type), ", which conveyor cannot dequantize (F32, F16, BF16, Q8_0, Q4_0, Q4_1, ",
+                   "Q4_K, Q6_K); requantize the model to one of these");
+    return *t;
+  }
+
   GgufFile file_;
   std::vector<SourceTensor> tensors_;
 };

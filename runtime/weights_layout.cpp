@@ -129,7 +129,7 @@ void check_tensor_parallel(const ModelSpec& s, int tp) {
                  s.intermediate, " of ", s.source);
 }
 
-HostTensor make_share_tensor(const ModelSpec& spec, const WeightId& id, const WeightShare& share) {
+HostTensor make_share_header(const ModelSpec& spec, const WeightId& id, const WeightShare& share) {
   HostTensor t;
   t.name = internal_name(id);
   t.full_shape = full_shape(spec, id);
@@ -138,7 +138,6 @@ HostTensor make_share_tensor(const ModelSpec& spec, const WeightId& id, const We
   t.split_begin = slice.split_dim >= 0 ? slice.begin : 0;
   t.shape = t.full_shape;
   if (slice.split_dim >= 0) t.shape[static_cast<size_t>(slice.split_dim)] = slice.count;
-  t.data.resize(static_cast<size_t>(t.numel()));
   return t;
 }
 

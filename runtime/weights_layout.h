@@ -58,8 +58,9 @@ struct WeightSlice {
 };
 WeightSlice share_slice(const ModelSpec& spec, const WeightId& id, const WeightShare& share);
 
-// An allocated tensor for one weight's share: name, shapes and split filled in, data sized.
-HostTensor make_share_tensor(const ModelSpec& spec, const WeightId& id, const WeightShare& share);
+// The header of one weight's share: name, shapes and split filled in, data left empty (lazy sets
+// allocate it only when the tensor is read).
+HostTensor make_share_header(const ModelSpec& spec, const WeightId& id, const WeightShare& share);
 
 // Rows per vocab shard: ceil(vocab / tp). Shard r holds rows [r*S, min(vocab, (r+1)*S)); consumers
 // that need equal shards pad the last one themselves (with -inf logits, not zero rows).

@@ -35,6 +35,9 @@ class WeightSource {
   virtual const std::vector<SourceTensor>& tensors() const = 0;
   // Converts elements [begin, end) of tensor `name` (row-major flat index) to fp32 in out.
   virtual void read_range(const std::string& name, int64_t begin, int64_t end, float* out) const = 0;
+  // Throws, naming file and tensor, unless read_range can convert tensor `name` (its dtype is one
+  // conveyor decodes); cheap, reads no data, so loaders check up front before a long lazy load.
+  virtual void check_readable(const std::string& name) const { (void)name; }
 
   const SourceTensor* find(const std::string& name) const;
   const SourceTensor& at(const std::string& name) const;  // throws naming the tensor, with a suggestion

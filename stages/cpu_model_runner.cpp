@@ -60,8 +60,7 @@ std::unique_ptr<LocalModelRunner> make_cpu_model_runner(const Config& cfg, const
     const std::string& path = cfg.get_string("model.path");
     CONVEYOR_CHECK(!path.empty(), "model.path is empty: give a model directory or .gguf file (--model), or use "
                    "--load-format dummy with --model-config");
-    std::unique_ptr<WeightSource> source = open_weight_source(path);
-    weights = WeightLoader(spec, *source).load_share(share);
+    weights = WeightLoader(spec, open_weight_source(path)).load_share(share);  // lazy: the set owns the source
   }
   return std::make_unique<CpuModelRunner>(spec, std::move(weights), cpu_kv_blocks(cfg, spec),
                                           static_cast<int>(cfg.get_int("cache.block_size")));

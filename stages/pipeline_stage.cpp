@@ -330,7 +330,7 @@ PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, cons
     const std::string& path = cfg.get_string("model.path");
     CONVEYOR_CHECK(!path.empty(), "model.path is empty: give a model directory or .gguf file (--model), or use "
                    "--load-format dummy with --model-config");
-    weights = WeightLoader(spec, *open_weight_source(path)).load_share(share);
+    weights = WeightLoader(spec, open_weight_source(path)).load_share(share);  // lazy: the set owns the source
   }
   PagedKvShape kv;
   kv.block_size = static_cast<int>(cfg.get_int("cache.block_size"));

@@ -1,6 +1,8 @@
-// WeightBank (see weight_bank.h).
+// WeightBank (see weight_bank.h). A take validates every name and shape before reading or erasing
+// anything, so a wiring error leaves the bank as it was and names the weights involved.
 #include "stages/weight_bank.h"
 
+#include <set>
 #include <utility>
 
 #include "runtime/error.h"
@@ -8,47 +10,65 @@
 
 namespace conveyor {
 
-HostTensor WeightBank::take_host(const std::string& name) {
-  auto it = weights_.tensors.find(name);
-  CONVEYOR_CHECK(it != weights_.tensors.end(), "weight '", name, "' is not among the ", weights_.tensors.size(),
+const HostTensor& WeightBank::peek(const std::string& name) const {
+  CONVEYOR_CHECK(weights_.has(name), "weight '", name, "' is not among the ", weights_.size(),
                  " weights loaded for this stage (already taken, or not in its share)");
-  HostTensor t = std::move(it->second);
-  weights_.tensors.erase(it);
-  return t;
+  return weights_.header(name);
 }
 
-Tensor WeightBank::take(const std::string& name) { return ops_.adopt(take_host(name)); }
-
-Tensor WeightBank::take_concat_rows(const std::string& a, const std::string& b) {
-  HostTensor ta = take_host(a);
-  HostTensor tb = take_host(b);
-  CONVEYOR_CHECK(ta.shape.size() == 2 && tb.shape.size() == 2 && ta.shape[1] == tb.shape[1], "weights '", a,
-                 "' and '", b, "' cannot be stacked: both must be 2-D with the same number of columns");
-  ta.data.insert(ta.data.end(), tb.data.begin(), tb.data.end());
-  ta.shape[0] += tb.shape[0];
-  ta.name = a + "+" + b;
-  return ops_.adopt(std::move(ta));
+Tensor WeightBank::take(const std::string& name) {
+  peek(name);
+  HostTensor t = weights_.materialize(name);
+  weights_.erase(name);
+  return ops_.adopt(std::move(t));
 }
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::vector<std::string> parts;
+  for (int64_t d : s) parts.push_back(std::to_string(d));
+  return "[" + join(parts, ", ") + "]";
+}
+
+}  // namespace
 
 Tensor WeightBank::take_concat_rows(const std::vector<std::string>& names) {
-  HostTensor all = take_host(names.at(0));
-  all.name = names[0];
-  for (size_t i = 1; i < names.size(); ++i) {
-    HostTensor t = take_host(names[i]);
-    CONVEYOR_CHECK(t.shape.size() == all.shape.size() && (t.shape.size() == 1 || t.shape[1] == all.shape[1]),
-                   "weights '", names[0], "' and '", names[i], "' cannot be stacked");
-    all.data.insert(all.data.end(), t.data.begin(), t.data.end());
-    all.shape[0] += t.shape[0];
-    all.name += "+" + names[i];
+  CONVEYOR_CHECK(!names.empty(), "internal: take_concat_rows of no weights");
+  CONVEYOR_CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size(),
+                 "internal: take_concat_rows names a weight twice: ", join(names, ", "));
+  const HostTensor& first = peek(names[0]);
+  const size_t rank = first.shape.size();
+  HostTensor out;
+  out.name = join(names, "+");
+  out.shape = first.shape;
+  out.shape[0] = 0;
+  std::vector<std::string> shapes;
+  bool fits = rank == 1 || rank == 2;
+  for (const std::string& n : names) {
+    const HostTensor& h = peek(n);
+    shapes.push_back(n + " " + shape_text(h.shape));
+    fits = fits && h.shape.size() == rank && (rank == 1 || h.shape[1] == first.shape[1]);
+    if (fits) out.shape[0] += h.shape[0];
   }
-  return ops_.adopt(std::move(all));
+  CONVEYOR_CHECK(fits, "weights ", join(shapes, ", "), " cannot be stacked: all must be 2-D with the same number of ",
+                 "columns, or all 1-D");
+  // The result is no share of one full tensor: it is its own whole.
+  out.full_shape = out.shape;
+  out.data.resize(static_cast<size_t>(out.numel()));
+  float* dst = out.data.data();
+  for (const std::string& n : names) {
+    const int64_t count = weights_.header(n).numel();
+    weights_.fill(n, dst);
+    weights_.erase(n);
+    dst += count;
+  }
+  return ops_.adopt(std::move(out));
 }
 
 void WeightBank::finish() const {
-  if (weights_.tensors.empty()) return;
-  std::vector<std::string> left;
-  for (const auto& [name, t] : weights_.tensors) left.push_back(name);
-  CONVEYOR_THROW("internal: weights loaded but not used by any layer: ", join(left, ", "));
+  if (weights_.empty()) return;
+  CONVEYOR_THROW("internal: weights loaded but not used by any layer: ", join(weights_.names(), ", "));
 }
 
 }  // namespace conveyor

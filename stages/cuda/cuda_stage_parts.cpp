@@ -22,8 +22,8 @@ constexpr size_t kFixedMargin = size_t{1} << 30;  // cuBLASLt, attention workspa
 // Fills the reserved terms of `row` (weights, activations, sampling, graphs, margin).
 void reserve(const Config& cfg, const ModelSpec& spec, const WeightShare& share, const WeightSet& weights,
              bool samples, size_t elem, MemoryRow& row) {
-  size_t weight_bytes = 0;  // from the shapes: the host data may not be read yet
-  for (const auto& [name, t] : weights.tensors) weight_bytes += static_cast<size_t>(t.numel()) * elem;
+  // The set is lazy: bytes() is the fp32 size it will yield, not memory it holds.
+  const size_t weight_bytes = weights.bytes() / sizeof(float) * elem;
   const ModelTraits traits = model_traits(spec, share.tp_size);
   const size_t tokens = static_cast<size_t>(cfg.get_int("scheduler.max_num_batched_tokens"));
   const size_t q_cols = static_cast<size_t>(traits.attention.n_heads) * traits.attention.head_dim;

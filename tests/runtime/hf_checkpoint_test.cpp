@@ -171,10 +171,9 @@ std::vector<int64_t> expected_share_shape(const ModelSpec& spec, const WeightId&
 // each share exactly its tensors and bytes, and the shares must reassemble into the whole.
 void check_loads(const std::string& dir, int tp, const std::map<std::string, std::vector<float>>& want) {
   const ModelSpec spec = model_spec_from_hf_dir(dir);
-  const auto source = open_weight_source(dir);
-  const WeightLoader loader(spec, *source);
-  const WeightSet whole = loader.load_share(WeightShare::whole_model(spec));
-  ASSERT_EQ(whole.tensors.size(), model_weights(spec).size());
+  const WeightLoader loader(spec, open_weight_source(dir));
+  const std::map<std::string, HostTensor> whole = loader.load_share(WeightShare::whole_model(spec)).materialize_all();
+  ASSERT_EQ(whole.size(), model_weights(spec).size());
   for (const WeightId& id : model_weights(spec)) {
     const std::string src = loader.source_name(id);
     ASSERT_TRUE(want.count(src)) << src;
@@ -191,7 +190,8 @@ void check_loads(const std::string& dir, int tp, const std::map<std::string, std
       w.tp_rank = rank;
       w.tp_size = tp;
       SCOPED_TRACE(w.describe());
-      const WeightSet set = loader.load_share(w);
+      const WeightSet lazy = loader.load_share(w);
+      const std::map<std::string, HostTensor> set = lazy.materialize_all();
       std::map<std::string, std::vector<int64_t>> want_shapes;
       size_t floats = 0;
       for (const WeightId& id : share_weights(spec, w)) {
@@ -201,8 +201,8 @@ void check_loads(const std::string& dir, int tp, const std::map<std::string, std
         for (int64_t d : shape) n *= d;
         floats += static_cast<size_t>(n);
       }
-      ASSERT_EQ(set.tensors.size(), want_shapes.size());
-      for (const auto& [n, t] : set.tensors) {
+      ASSERT_EQ(set.size(), want_shapes.size());
+      for (const auto& [n, t] : set) {
         ASSERT_TRUE(want_shapes.count(n)) << "unexpected tensor " << n;
         EXPECT_EQ(t.shape, want_shapes.at(n)) << n;
         // Scatter into the full tensor; replicated KV shares write identical values twice.
@@ -219,11 +219,11 @@ void check_loads(const std::string& dir, int tp, const std::map<std::string, std
             full[static_cast<size_t>(fr * cols + fc)] = t.data[static_cast<size_t>(r * width + col)];
           }
       }
-      EXPECT_EQ(set.bytes(), floats * sizeof(float));
+      EXPECT_EQ(lazy.bytes(), floats * sizeof(float));
     }
   }
-  ASSERT_EQ(rebuilt.size(), whole.tensors.size());
-  for (const auto& [n, t] : whole.tensors) expect_same_bits(rebuilt.at(n), t.data, "reassembled " + n);
+  ASSERT_EQ(rebuilt.size(), whole.size());
+  for (const auto& [n, t] : whole) expect_same_bits(rebuilt.at(n), t.data, "reassembled " + n);
 }
 
 TEST(HfCheckpoint, WeightLoaderLoadsEachGoldenWholeAndAsPp2TpShares) {

@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <set>
 
 #include "runtime/gguf_dequant.h"
@@ -21,6 +23,7 @@ namespace {
 
 using testing::data_path;
 using testing::expect_error;
+using Tensors = std::map<std::string, HostTensor>;  // a lazy set, materialised
 
 // pp stages of the model's layers split evenly, tp ranks each.
 std::vector<WeightShare> grid(const ModelSpec& spec, int pp, int tp) {
@@ -70,29 +73,30 @@ void expect_bitwise(const HostTensor& a, const HostTensor& b) {
 }
 
 // Every tensor of the whole model is rebuilt exactly from the shares of a pp x tp grid.
-void expect_grid_reassembles(const std::vector<WeightSet>& shares, const WeightSet& whole) {
+void expect_grid_reassembles(const std::vector<Tensors>& shares, const Tensors& whole) {
   std::map<std::string, std::vector<const HostTensor*>> parts;
-  for (const WeightSet& s : shares)
-    for (const auto& [name, t] : s.tensors) parts[name].push_back(&t);
-  ASSERT_EQ(parts.size(), whole.tensors.size());
+  for (const Tensors& s : shares)
+    for (const auto& [name, t] : s) parts[name].push_back(&t);
+  ASSERT_EQ(parts.size(), whole.size());
   for (const auto& [name, list] : parts) expect_bitwise(concat(list), whole.at(name));
 }
 
 TEST(WeightLoader, Pp4Tp2EachRankHoldsExactlyItsShare) {
   ModelSpec spec = load_model_spec(data_path("formats/tiny_llama"));
-  auto source = open_weight_source(data_path("formats/tiny_llama"));
-  WeightLoader loader(spec, *source);
+  std::shared_ptr<const WeightSource> source = open_weight_source(data_path("formats/tiny_llama"));
+  WeightLoader loader(spec, source);
   std::vector<WeightShare> layout = grid(spec, 4, 2);
   ASSERT_EQ(layout.size(), 8u);
   // Per layer and TP rank: 2 norms of 32, q 16x32, k/v 8x32, o 32x16, gate/up 32x32, down 32x32.
   const size_t layer_floats = 32 + 512 + 256 + 256 + 512 + 32 + 1024 + 1024 + 1024;
   const size_t vocab_rows[2] = {51, 50};  // ceil(101 / 2) and the shorter last shard
-  std::vector<WeightSet> held;
+  std::vector<Tensors> held;
   for (const WeightShare& w : layout) {
     SCOPED_TRACE(w.describe());
-    WeightSet set = loader.load_share(w);
+    WeightSet lazy = loader.load_share(w);
+    Tensors set = lazy.materialize_all();
     std::set<std::string> names;
-    for (const auto& [n, t] : set.tensors) names.insert(n);
+    for (const auto& [n, t] : set) names.insert(n);
     std::set<std::string> want;
     for (const char* k : {"attn_norm", "q_proj", "k_proj", "v_proj", "o_proj", "mlp_norm", "gate_proj", "up_proj", "down_proj"})
       want.insert("layers." + std::to_string(w.first_layer) + "." + k);
@@ -110,13 +114,13 @@ TEST(WeightLoader, Pp4Tp2EachRankHoldsExactlyItsShare) {
       floats += vocab_rows[w.tp_rank] * 32;
     }
     EXPECT_EQ(names, want);
-    EXPECT_EQ(set.bytes(), floats * 4);
+    EXPECT_EQ(lazy.bytes(), floats * 4);
     if (w.embedding) {
       EXPECT_EQ(set.at("embed_tokens").split_begin, 51 * w.tp_rank);
     }
     held.push_back(std::move(set));
   }
-  WeightSet whole = loader.load_share(WeightShare::whole_model(spec));
+  Tensors whole = loader.load_share(WeightShare::whole_model(spec)).materialize_all();
   expect_grid_reassembles(held, whole);
   // The whole model is the checkpoint itself, element for element.
   for (const WeightId& id : model_weights(spec)) {
@@ -129,14 +133,15 @@ TEST(WeightLoader, Pp4Tp2EachRankHoldsExactlyItsShare) {
 
 TEST(WeightLoader, GgufAndShardedGiveTheHfTensors) {
   ModelSpec spec = load_model_spec(data_path("formats/tiny_llama"));
-  auto hf = open_weight_source(data_path("formats/tiny_llama"));
-  auto sharded = open_weight_source(data_path("formats/tiny_llama_sharded"));
-  auto gguf = open_weight_source(data_path("formats/tiny_llama.gguf"));
-  WeightLoader a(spec, *hf), b(spec, *sharded), c(spec, *gguf);
+  WeightLoader a(spec, open_weight_source(data_path("formats/tiny_llama")));
+  WeightLoader b(spec, open_weight_source(data_path("formats/tiny_llama_sharded")));
+  WeightLoader c(spec, open_weight_source(data_path("formats/tiny_llama.gguf")));
   EXPECT_EQ(c.source_name({WeightKind::kQ, 2}), "blk.2.attn_q.weight");
   for (const WeightShare& w : grid(spec, 4, 2)) {
-    WeightSet x = a.load_share(w), y = b.load_share(w), z = c.load_share(w);
-    for (const auto& [name, t] : x.tensors) {
+    Tensors x = a.load_share(w).materialize_all(), y = b.load_share(w).materialize_all();
+    Tensors z = c.load_share(w).materialize_all();
+    ASSERT_EQ(x.size(), z.size());
+    for (const auto& [name, t] : x) {
       expect_bitwise(t, y.at(name));
       expect_bitwise(t, z.at(name));
     }
@@ -145,14 +150,13 @@ TEST(WeightLoader, GgufAndShardedGiveTheHfTensors) {
 
 TEST(WeightLoader, Qwen2BiasesSplitAndTiedHeadAndKvReplication) {
   ModelSpec spec = load_model_spec(data_path("formats/tiny_qwen2"));
-  auto source = open_weight_source(data_path("formats/tiny_qwen2"));
-  WeightLoader loader(spec, *source);
-  WeightSet whole = loader.load_share(WeightShare::whole_model(spec));
+  WeightLoader loader(spec, open_weight_source(data_path("formats/tiny_qwen2")));
+  Tensors whole = loader.load_share(WeightShare::whole_model(spec)).materialize_all();
   expect_bitwise(whole.at("lm_head"), [&] { HostTensor e = whole.at("embed_tokens"); e.name = "lm_head"; return e; }());
   for (int tp : {2, 4}) {
     SCOPED_TRACE(tp);
-    std::vector<WeightSet> held;
-    for (const WeightShare& w : grid(spec, 2, tp)) held.push_back(loader.load_share(w));
+    std::vector<Tensors> held;
+    for (const WeightShare& w : grid(spec, 2, tp)) held.push_back(loader.load_share(w).materialize_all());
     expect_grid_reassembles(held, whole);
     for (size_t r = 0; r < static_cast<size_t>(tp); ++r) {
       const HostTensor& kb = held[r].at("layers.0.k_bias");
@@ -171,17 +175,17 @@ TEST(WeightLoader, Qwen2BiasesSplitAndTiedHeadAndKvReplication) {
 
 TEST(WeightLoader, RefusesCheckpointsThatDoNotMatchTheSpec) {
   ModelSpec spec = load_model_spec(data_path("formats/tiny_llama"));
-  auto source = open_weight_source(data_path("formats/tiny_llama"));
+  std::shared_ptr<const WeightSource> source = open_weight_source(data_path("formats/tiny_llama"));
   ModelSpec wide = spec;
   wide.intermediate = 96;
-  expect_error([&] { WeightLoader l(wide, *source); }, "has shape [64, 32] but the model spec");
+  expect_error([&] { WeightLoader l(wide, source); }, "has shape [64, 32] but the model spec");
   ModelSpec shallow = spec;
   shallow.layers = 3;
-  expect_error([&] { WeightLoader l(shallow, *source); }, "holds tensor 'model.layers.3.");
+  expect_error([&] { WeightLoader l(shallow, source); }, "holds tensor 'model.layers.3.");
   ModelSpec biased = spec;
   biased.qkv_bias = true;
-  expect_error([&] { WeightLoader l(biased, *source); }, "has no tensor 'model.layers.0.self_attn.q_proj.bias'");
-  WeightLoader loader(spec, *source);
+  expect_error([&] { WeightLoader l(biased, source); }, "has no tensor 'model.layers.0.self_attn.q_proj.bias'");
+  WeightLoader loader(spec, source);
   WeightShare w = WeightShare::whole_model(spec);
   w.tp_size = 3;
   expect_error([&] { loader.load_share(w); }, "does not divide the 4 attention heads");
@@ -194,9 +198,9 @@ TEST(WeightLoader, DummyWeightsAgreeAcrossLayouts) {
   ModelSpec spec = load_model_spec(testing::source_dir() + "/configs/models/smollm2-135m.yaml");
   spec.layers = 4;  // keep the test fast; the shapes per layer are the real ones
   spec.vocab = 1003;
-  WeightSet whole = make_dummy_weights(spec, WeightShare::whole_model(spec), 1234);
-  std::vector<WeightSet> held;
-  for (const WeightShare& w : grid(spec, 2, 3)) held.push_back(make_dummy_weights(spec, w, 1234));
+  Tensors whole = make_dummy_weights(spec, WeightShare::whole_model(spec), 1234).materialize_all();
+  std::vector<Tensors> held;
+  for (const WeightShare& w : grid(spec, 2, 3)) held.push_back(make_dummy_weights(spec, w, 1234).materialize_all());
   expect_grid_reassembles(held, whole);
   expect_bitwise(whole.at("lm_head"), [&] { HostTensor e = whole.at("embed_tokens"); e.name = "lm_head"; return e; }());
   const HostTensor& q = whole.at("layers.1.q_proj");
@@ -206,7 +210,7 @@ TEST(WeightLoader, DummyWeightsAgreeAcrossLayouts) {
   EXPECT_NEAR(mean, 0.0, 1e-3);
   EXPECT_NEAR(sd, 0.02, 1e-3);
   for (float v : whole.at("layers.0.attn_norm").data) ASSERT_NEAR(v, 1.0f, 0.15f);
-  WeightSet other = make_dummy_weights(spec, WeightShare::whole_model(spec), 1235);
+  Tensors other = make_dummy_weights(spec, WeightShare::whole_model(spec), 1235).materialize_all();
   EXPECT_NE(other.at("layers.1.q_proj").data, q.data);
   EXPECT_NE(whole.at("layers.2.q_proj").data, q.data);
 }
@@ -215,16 +219,16 @@ TEST(WeightLoader, LoadsAShareOfTheRealSmolLM2) {
   std::string path = testing::test_model_path();
   CONVEYOR_REQUIRE_TEST_MODEL(path);
   ModelSpec spec = load_model_spec(path);
-  auto source = open_weight_source(path);
-  WeightLoader loader(spec, *source);
+  WeightLoader loader(spec, open_weight_source(path));
   WeightShare w;
   w.first_layer = 28;
   w.last_layer = 30;
   w.final_norm = w.lm_head = true;
   w.tp_rank = 2;
   w.tp_size = 3;
-  WeightSet set = loader.load_share(w);
-  EXPECT_EQ(set.tensors.size(), 2u * 9u + 2u);
+  WeightSet lazy = loader.load_share(w);
+  Tensors set = lazy.materialize_all();
+  EXPECT_EQ(set.size(), 2u * 9u + 2u);
   const HostTensor& head = set.at("lm_head");  // tied: rows [32768, 49152) of token_embd
   EXPECT_EQ(head.shape, (std::vector<int64_t>{16384, 576}));
   EXPECT_EQ(head.split_begin, 32768);
@@ -242,9 +246,9 @@ TEST(WeightLoader, LoadsAShareOfTheRealSmolLM2) {
     ASSERT_EQ(0, std::memcmp(&q.data[static_cast<size_t>(r * 576)], &raw[static_cast<size_t>(src * 576)], 576 * 4)) << r;
   }
   size_t bytes = 0;
-  for (const auto& [n, t] : set.tensors) bytes += static_cast<size_t>(t.numel()) * 4;
-  EXPECT_EQ(set.bytes(), bytes);
-  EXPECT_LT(set.bytes(), 50u << 20);  // a share, not the ~540 MB fp32 model
+  for (const auto& [n, t] : set) bytes += t.data.size() * 4;
+  EXPECT_EQ(lazy.bytes(), bytes);
+  EXPECT_LT(lazy.bytes(), 50u << 20);  // a share, not the ~540 MB fp32 model
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ class GraphModel {
     shape.head_dim = static_cast<int>(spec_.head_dim);
     cache_ = ops_->make_kv_cache(0, static_cast<int>(spec_.layers), shape);
     const WeightShare share = WeightShare::whole_model(spec_);
-    WeightSet weights = WeightLoader(spec_, *open_weight_source(dir)).load_share(share);
+    WeightSet weights = WeightLoader(spec_, open_weight_source(dir)).load_share(share);
     model_ = std::make_unique<StageModel>(spec_, share, std::move(weights), *ops_, *cache_, nullptr);
   }
 

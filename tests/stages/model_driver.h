@@ -34,7 +34,7 @@ class ModelDriver {
     shape.head_dim = static_cast<int>(spec_.head_dim);
     cache_ = ops_->make_kv_cache(0, static_cast<int>(spec_.layers), shape);
     const WeightShare share = WeightShare::whole_model(spec_);
-    WeightSet weights = WeightLoader(spec_, *open_weight_source(weights_path)).load_share(share);
+    WeightSet weights = WeightLoader(spec_, open_weight_source(weights_path)).load_share(share);
     model_ = std::make_unique<StageModel>(spec_, share, std::move(weights), *ops_, *cache_, nullptr);
     // 4 rows: bigger plans loop.
     sampler_ = ops_->stream() ? make_cuda_stage_sampler(ops_->stream(), spec_.vocab, 4) : make_cpu_stage_sampler(spec_.vocab);

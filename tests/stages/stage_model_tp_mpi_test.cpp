@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "runtime/mpi_communicator.h"
@@ -25,7 +26,7 @@ constexpr int kBlockSize = 16;
 // Two stages on one TP rank, presented as a ModelRunner so the test driver can run it.
 class TwoStageRunner : public LocalModelRunner {
  public:
-  TwoStageRunner(const ModelSpec& spec, const WeightSource& source, Communicator& tp) : spec_(spec), ops_(make_cpu_ops()) {
+  TwoStageRunner(const ModelSpec& spec, std::shared_ptr<const WeightSource> source, Communicator& tp) : spec_(spec), ops_(make_cpu_ops()) {
     const int64_t mid = spec.layers / 2;
     for (int s = 0; s < 2; ++s) {
       WeightShare share;
@@ -74,8 +75,7 @@ TEST_P(TensorParallelGolden, TwoStagesOverTpMatchTransformers) {
   std::ifstream in(dir + "/golden.json");
   nlohmann::json doc = nlohmann::json::parse(in);
   const float atol = doc["tolerance"]["logits_atol"].get<float>(), rtol = doc["tolerance"]["logits_rtol"].get<float>();
-  auto source = open_weight_source(dir);
-  TwoStageRunner runner(spec, *source, tp);
+  TwoStageRunner runner(spec, open_weight_source(dir), tp);
   for (const auto& p : doc["prompts"]) {
     testing::Driver d(runner);
     auto prompt = p["prompt_ids"].get<std::vector<int32_t>>();
