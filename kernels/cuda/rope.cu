@@ -1,4 +1,4 @@
-// RoPE kernels (see rope.h). One CTA per token: the token's cos/sin table goes to shared memory once
+// RoPE kernels (see rope.h). rope_kernel: one CTA per token; the token's cos/sin table goes to shared memory once
 // and serves every head, so sincosf runs head_dim/2 times per token, not per head. The fused variant
 // also finds the token's sequence (warp search over query_start) and writes k and v into the pool.
 #include "kernels/cuda/rope.h"
@@ -56,20 +56,27 @@ __global__ void __launch_bounds__(kThreads)
 
 // Token t's q row is read from q_in + t * in_stride and written rotated to q_out (may be q_in when the
 // strides agree); its k and v rows are read at k_in / v_in + t * in_stride (a fused qkv row, or
-// plain k and v with in_stride = n_kv_heads * head_dim and q in place).
+// plain k and v with in_stride = n_kv_heads * head_dim and q in place). blockIdx.y picks a group of
+// heads_per_cta heads counted over q heads then KV heads, so a decode step of a few tokens still
+// spreads over many SMs (one CTA per token took ~15 us at batch 1); each CTA computes its token's
+// cos/sin table itself (head_dim / 2 sincosf, cheap next to the rows it moves).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     rope_write_kv_kernel(T* q_out, const T* q_in, const T* k_in, const T* v_in, long long q_in_stride,
                          long long kv_in_stride, T* k_cache, T* v_cache, const float* inv_freq,
                          const int32_t* query_start, const int32_t* positions, const int32_t* block_tables,
                          int num_seqs, int max_blocks, int num_blocks, int block_size, int n_heads,
-                         int n_kv_heads, int half) {
+                         int n_kv_heads, int half, int heads_per_cta) {
   __shared__ float cos_s[kMaxHalf], sin_s[kMaxHalf];
   __shared__ long long row_s;
   const int t = blockIdx.x;
+  const int first = blockIdx.y * heads_per_cta;
+  const int last = min(first + heads_per_cta, n_heads + n_kv_heads);
   const int pos = __ldg(positions + t);
-  const long long token_elems = static_cast<long long>(n_kv_heads) * 2 * half;
-  if (threadIdx.x < 32) {
+  const int head_dim = 2 * half;
+  const long long token_elems = static_cast<long long>(n_kv_heads) * head_dim;
+  const bool writes_kv = last > n_heads;
+  if (writes_kv && threadIdx.x < 32) {
     const int seq = cuda_detail::find_seq(query_start, num_seqs, t);
     if (threadIdx.x == 0) {
       row_s = cuda_detail::cache_row(block_tables + static_cast<long long>(seq) * max_blocks, max_blocks, pos,
@@ -78,14 +85,29 @@ __global__ void __launch_bounds__(kThreads)
   }
   fill_sincos(pos, inv_freq, half, cos_s, sin_s);
   __syncthreads();
-  rotate_rows(q_out + static_cast<long long>(t) * n_heads * 2 * half, q_in + t * q_in_stride, n_heads, half, cos_s,
-              sin_s);
+  if (first < n_heads) {
+    const long long h0 = first;
+    rotate_rows(q_out + (static_cast<long long>(t) * n_heads + h0) * head_dim, q_in + t * q_in_stride + h0 * head_dim,
+                min(last, n_heads) - first, half, cos_s, sin_s);
+  }
+  if (!writes_kv) return;
   const long long row = row_s;
   if (row < 0) return;
-  rotate_rows(k_cache + row, k_in + t * kv_in_stride, n_kv_heads, half, cos_s, sin_s);
-  const T* vt = v_in + t * kv_in_stride;
-  T* dst = v_cache + row;
-  for (long long i = threadIdx.x; i < token_elems; i += blockDim.x) dst[i] = vt[i];
+  const int k0 = max(first, n_heads) - n_heads, k1 = last - n_heads;
+  const long long off = static_cast<long long>(k0) * head_dim;
+  rotate_rows(k_cache + row + off, k_in + t * kv_in_stride + off, k1 - k0, half, cos_s, sin_s);
+  const T* vt = v_in + t * kv_in_stride + off;
+  T* dst = v_cache + row + off;
+  const long long n = static_cast<long long>(k1 - k0) * head_dim;
+  for (long long i = threadIdx.x; i < n; i += blockDim.x) dst[i] = vt[i];
+}
+
+// Heads per CTA of rope_write_kv_kernel: small groups while the grid is short of ~4 CTAs per SM.
+int heads_per_cta(int tokens, int heads) {
+  constexpr int kSmallGroup = 4;
+  constexpr long long kEnoughCtas = 4 * 132;
+  return static_cast<long long>(tokens) * ((heads + kSmallGroup - 1) / kSmallGroup) <= 4 * kEnoughCtas ? kSmallGroup
+                                                                                                      : heads;
 }
 
 void check_rope_dims(int head_dim, DType dt) {
@@ -116,11 +138,15 @@ struct RopeSources {
 template <typename T>
 void launch_rope_write_kv(const RopeSources& src, void* k_cache, void* v_cache, const float* inv_freq,
                           const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, cudaStream_t s) {
-  rope_write_kv_kernel<T><<<b.num_tokens, kThreads, 0, s>>>(
+  const int heads = n_heads + shape.n_kv_heads;
+  const int per_cta = heads_per_cta(b.num_tokens, heads);
+  const dim3 grid(static_cast<unsigned>(b.num_tokens), static_cast<unsigned>((heads + per_cta - 1) / per_cta));
+  rope_write_kv_kernel<T><<<grid, kThreads, 0, s>>>(
       static_cast<T*>(src.q_out), static_cast<const T*>(src.q_in), static_cast<const T*>(src.k_in),
       static_cast<const T*>(src.v_in), src.q_in_stride, src.kv_in_stride, static_cast<T*>(k_cache),
       static_cast<T*>(v_cache), inv_freq, b.query_start, b.positions, b.block_tables, b.num_seqs,
-      b.max_blocks_per_seq, shape.num_blocks, shape.block_size, n_heads, shape.n_kv_heads, shape.head_dim / 2);
+      b.max_blocks_per_seq, shape.num_blocks, shape.block_size, n_heads, shape.n_kv_heads, shape.head_dim / 2,
+      per_cta);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
