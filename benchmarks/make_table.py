@@ -62,12 +62,14 @@ def row(name, r):
         w = ours["workload"]
         size = f"b{ours['batch_size']}" if ours["mode"] == "latency" else f"{ours['num_requests']} prompts"
         workload = f"{ours['mode']} {size}, {w['input_len']}/{w['output_len']}"
-    predicted = None
+    predicted, basis = None, ""
     if ours and "predicted" in r:
         for p in r["predicted"]["layouts"]:
             if (p["pipeline"], p["tensor"]) == (ours["layout"]["pipeline"], ours["layout"]["tensor"]):
                 predicted = p["output_tokens_per_s"]
-    err = "-" if not predicted or not ours_rate else f"{100 * (predicted - ours_rate) / ours_rate:+.0f}%"
+        # older predictions carry no device_model: they were the ideal roofline
+        basis = "" if r["predicted"].get("device_model", {}).get("measured") else ", ideal"
+    err = "-" if not predicted or not ours_rate else f"{100 * (predicted - ours_rate) / ours_rate:+.0f}%{basis}"
     hf_d, hf_d_text = peer_rate(r.get("hf_default"))
     hf_s, hf_s_text = peer_rate(r.get("hf_static"))
     return (f"| {name} | {workload} | {layout} | {fmt(ours_rate, 1)} | {fmt(per_gpu, 1)} | {fmt(predicted)} ({err}) | "
@@ -91,7 +93,8 @@ def main():
     lines += [row(name, r) for name, r in sorted(runs.items())]
     lines += ["", "Output tokens/s. Roofline: the ideal bf16 time of the same requests over all GPUs' peaks "
               "(4.28 TB/s, 810 TFLOP/s; docs/bench.md); predicted: `conveyor plan --compare` for the run's layout "
-              "(err = predicted vs measured). HF: transformers `generate`, random weights, batch in parentheses."]
+              "(err = predicted vs measured), from `conveyor doctor`'s measured kernel speeds, or marked `ideal` "
+              "when made without them (docs/bench.md, \"The prediction model\"). HF: transformers `generate`, random weights, batch in parentheses."]
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.output:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The 1 x H200 suite (issue 8): Llama-3-8B shape, bf16, dummy weights; conveyor against the HF peer and
-# the roofline, each run next to its `plan --compare` prediction; results and table.md in
-# benchmarks/results/nvidia-h200/. One command: benchmarks/suite_h200.sh [step ...]
-#   steps: latency throughput b64 peers table (default: all, in that order)
+# the roofline, each run next to its `plan --compare` prediction made from this GPU's `conveyor doctor`
+# measurements (doctor.json); results and table.md in benchmarks/results/nvidia-h200/.
+# One command: benchmarks/suite_h200.sh [step ...]
+#   steps: doctor latency throughput b64 peers table (default: all, in that order)
 # Env: CONVEYOR (binary, default build/conveyor), PYTHON (python3), NUM_PROMPTS (1000; lower it to fit a
 # time limit and say so), HF_ITERS (1), SUITE_TINY=1 (a CPU smoke run of the same steps on the 5-layer
 # golden, results in $OUT or /tmp/conveyor-suite-tiny).
@@ -26,11 +27,13 @@ else
 fi
 mkdir -p "$out"
 steps=("$@")
-[[ ${#steps[@]} -gt 0 ]] || steps=(latency throughput b64 peers table)
+[[ ${#steps[@]} -gt 0 ]] || steps=(doctor latency throughput b64 peers table)
 
-predict() {  # <run> <batch> <in> <out>
+predict() {  # <run> <batch> <in> <out>: from the doctor's measured speeds when the doctor step ran
+  local measured=()
+  [[ -f "$out/doctor.json" ]] && measured=(--doctor-json "$out/doctor.json")
   "$bin" plan --compare --gpus 1 --set model.config="$shape" --batch "$2" --input-len "$3" --output-len "$4" \
-    --output-json "$out/$1.predicted.json" | tee "$out/$1.predicted.txt"
+    "${measured[@]}" --output-json "$out/$1.predicted.json" | tee "$out/$1.predicted.txt"
 }
 peer() {  # <run> <batch> <in> <out>
   for cache in default static; do
@@ -42,12 +45,14 @@ peer() {  # <run> <batch> <in> <out>
 for step in "${steps[@]}"; do
   echo "=== $step"
   case $step in
+    doctor)  # the GPU's GEMM, attention and graph-launch speeds (the planner's inputs), ~10 s
+      "$bin" doctor --output-json "$out/doctor.json" | tee "$out/doctor.log" ;;
     latency)  # batch 1: the bandwidth roofline (issue: >= 80% of 286 tok/s)
       predict latency_b1 1 "${lat[0]}" "${lat[1]}"
       "$bin" bench latency "${model[@]}" --input-len "${lat[0]}" --output-len "${lat[1]}" --batch-size 1 \
         --num-iters-warmup 3 --num-iters 10 --output-json "$out/latency_b1.conveyor.json" ;;
-    throughput)  # many prompts at the default max_num_seqs (256)
-      predict throughput 256 "${thr[0]}" "${thr[1]}"
+    throughput)  # many prompts at the default max_num_seqs (256): all in one wave when prompts <= 256
+      predict throughput $((prompts < 256 ? prompts : 256)) "${thr[0]}" "${thr[1]}"
       "$bin" bench throughput "${model[@]}" --input-len "${thr[0]}" --output-len "${thr[1]}" \
         --num-prompts "$prompts" --output-json "$out/throughput.conveyor.json" ;;
     b64)  # the peer's measured workload: batch 64, 512 in / 256 out
@@ -58,6 +63,6 @@ for step in "${steps[@]}"; do
       peer latency_b1 1 "${lat[0]}" "${lat[1]}"
       peer batch64 64 "${b64[0]}" "${b64[1]}" ;;
     table) "$py" benchmarks/make_table.py "$out" -o "$out/table.md" ;;
-    *) echo "unknown step '$step' (latency throughput b64 peers table)"; exit 2 ;;
+    *) echo "unknown step '$step' (doctor latency throughput b64 peers table)"; exit 2 ;;
   esac
 done

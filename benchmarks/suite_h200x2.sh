@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The 2 x H200 suite (issue 8): Llama-3-70B shape, bf16, dummy weights, pp=2 and tp=2 in the same run
 # (memory-bound 1024/1024 and a large-batch 128/1024), each next to its `plan --compare` prediction made
-# from this machine's `conveyor doctor` links; the pp=2 trace rendered to a PNG; the HF peer with its
+# from this machine's `conveyor doctor` links and measured kernel speeds; the pp=2 trace rendered to a PNG; the HF peer with its
 # layers split over both GPUs; table.md. Results in benchmarks/results/nvidia-h200-x2/.
 # One command: benchmarks/suite_h200x2.sh [step ...]
 #   steps: doctor pp2 tp2 big_pp2 big_tp2 peers plot table (default: all, in that order)
@@ -46,14 +46,18 @@ bench() {  # <run> <layout flag> <in> <out> <prompts> <max seqs> [more flags]
 for step in "${steps[@]}"; do
   echo "=== $step"
   case $step in
-    doctor)  # p2p of the pipeline edge and all-reduce of the TP pair, merged for plan --compare
-      $mpi "$bin" doctor -pp 2 --output-json "$out/doctor_pp2.json"
-      $mpi "$bin" doctor -tp 2 --output-json "$out/doctor_tp2.json"
+    doctor)  # p2p of the pipeline edge, all-reduce of the TP pair and (first run, rank 0's GPU) the kernel
+      # speeds, merged for plan --compare
+      $mpi "$bin" doctor -pp 2 --output-json "$out/doctor_pp2.json" | tee "$out/doctor_pp2.log"
+      $mpi "$bin" doctor -tp 2 --skip-device --output-json "$out/doctor_tp2.json" | tee "$out/doctor_tp2.log"
       "$py" - "$out" <<'PY'
 import json, sys
 d = sys.argv[1]
 pp, tp = (json.load(open(f"{d}/doctor_{k}.json")) for k in ("pp2", "tp2"))
-json.dump({"edges": pp["edges"], "tensor_groups": tp["tensor_groups"]}, open(f"{d}/doctor.json", "w"), indent=2)
+merged = {"edges": pp["edges"], "tensor_groups": tp["tensor_groups"]}
+if "device" in pp:  # absent on the CPU backend: plan --compare then says "ideal roofline"
+    merged["device"] = pp["device"]
+json.dump(merged, open(f"{d}/doctor.json", "w"), indent=2)
 PY
       ;;
     pp2) bench pp2 -pp "${mem[0]}" "${mem[1]}" "$prompts" "$seqs" --trace "$out/pp2_trace.json" ;;

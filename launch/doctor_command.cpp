@@ -1,13 +1,16 @@
 // `conveyor doctor`: pre-flight for an allocation. Prints every rank (host, local rank, device, stage,
 // tensor rank), then measures p2p bandwidth and latency of every pipeline edge and all-reduce bus
 // bandwidth of every TP group over the transport the run would use (NCCL on GPUs, MPI on CPUs),
-// and flags links far below the best one (e.g. an edge crossing sockets instead of NVLink/IB).
+// and flags links far below the best one (e.g. an edge crossing sockets instead of NVLink/IB). On GPUs,
+// rank 0 first times the project's kernels on its device (launch/doctor_device.h): the ceilings that
+// `conveyor plan --doctor-json` predicts with.
 #include <fstream>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "launch/command.h"
+#include "launch/doctor_device.h"
 #include "launch/doctor_measure.h"
 #include "runtime/config_cli.h"
 #include "runtime/device.h"
@@ -41,6 +44,7 @@ int run_doctor_command(const Args& args, int* argc, char*** argv) {
       "bytes", po::value<std::string>()->default_value("256M"), "message size for bandwidth (e.g. 64M, 1G)")(
       "iters", po::value<int>()->default_value(20), "timed iterations per measurement")(
       "slow-ratio", po::value<double>()->default_value(0.5), "flag links below this share of the best")(
+      "skip-device", "do not time the kernels on rank 0's GPU (GEMM, attention, graph launch; ~10 s)")(
       "output-json", po::value<std::string>(), "write the measurements as JSON (rank 0)");
   add_config_options(&desc);
   po::variables_map vm = parse_command_line(args, desc);
@@ -65,6 +69,13 @@ int run_doctor_command(const Args& args, int* argc, char*** argv) {
   std::string table = rank_table(world, mpi, *device);
   if (mpi.rank() == 0) std::cout << table << std::flush;
 
+  // Rank 0 alone, before the links, so nothing else runs on its GPU; the others wait in the first barrier.
+  nlohmann::json device_section;
+  if (mpi.rank() == 0 && !vm.count("skip-device")) {
+    device_section = measure_device(*device);
+    std::cout << format_device(device_section) << std::flush;
+  }
+
   auto groups = make_process_groups(world, backend);
   DoctorReport report = measure_links(world, *groups, *device, opt);
   if (mpi.rank() == 0) {
@@ -72,7 +83,9 @@ int run_doctor_command(const Args& args, int* argc, char*** argv) {
     if (vm.count("output-json")) {
       std::ofstream out(vm["output-json"].as<std::string>());
       CONVEYOR_CHECK(out.good(), "cannot write ", vm["output-json"].as<std::string>());
-      out << report_json(report, world, backend).dump(2) << "\n";
+      nlohmann::json j = report_json(report, world, backend);
+      if (!device_section.is_null()) j["device"] = device_section;
+      out << j.dump(2) << "\n";
     }
   }
   groups.reset();

@@ -1,7 +1,8 @@
 // `conveyor plan`: the layer partition, weights and KV capacity per rank and the predicted bubble for a
 // layout, from the model's shape alone (no weights loaded, no GPU, no MPI). With --compare it ranks every
 // pp x tp layout of --gpus GPUs for a workload by predicted output tokens/s (stages/partitioner.h says
-// how), with link costs from `conveyor doctor --output-json` when given.
+// how). `--doctor-json` (from `conveyor doctor --output-json`) feeds measured kernel speeds and link
+// costs into the model; without it every kernel runs at the ideal roofline, and the output says which.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -21,17 +22,25 @@ namespace conveyor {
 
 namespace {
 
-// The slowest measured link of each kind sets the pace: the lowest bandwidths, the highest latency.
-// The doctor measures no all-reduce latency, so that one keeps its default.
-LinkCosts links_from_doctor(const std::string& path) {
+// Host work per decode step and stage when the device model is measured and --step-overhead-us is not
+// given: a graph launch, the plan's host-to-device copies and the sampler's device-to-host sync, each of
+// the order of 10-30 us. An estimate, not a measurement (doctor cannot see the engine's host loop); a
+// `--trace` of a real run shows it as the gap between steps.
+constexpr double kDefaultStepOverheadUs = 100.0;
+
+nlohmann::json read_doctor_json(const std::string& path) {
   std::ifstream in(path);
   CONVEYOR_CHECK(in.good(), "cannot read --doctor-json ", path, "; write it with `conveyor doctor --output-json`");
-  nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
     CONVEYOR_THROW("--doctor-json ", path, " is not JSON: ", e.what());
   }
+}
+
+// The slowest measured link of each kind sets the pace: the lowest bandwidths, the highest latency.
+// The doctor measures no all-reduce latency, so that one keeps its default.
+LinkCosts links_from_doctor(const nlohmann::json& j, const std::string& path) {
   LinkCosts links;
   try {
     double bw = 0, lat = 0, busbw = 0;
@@ -54,7 +63,23 @@ LinkCosts links_from_doctor(const std::string& path) {
   return links;
 }
 
-nlohmann::json comparison_json(const CompareWorkload& cw, int gpus, const LinkCosts& links,
+// The device model's measured parts (from --doctor-json) and the host step overhead.
+DeviceProfile device_model(const po::variables_map& vm, const nlohmann::json* doctor, const std::string& path) {
+  DeviceProfile p;
+  if (doctor != nullptr) p = device_profile_from_json(*doctor, path);
+  const double us = vm.count("step-overhead-us") ? vm["step-overhead-us"].as<double>()
+                                                 : (p.any() ? kDefaultStepOverheadUs : 0.0);
+  CONVEYOR_CHECK(us >= 0, "--step-overhead-us must be >= 0, got ", us);
+  p.step_overhead_s = us * 1e-6;
+  return p;
+}
+
+void print_device_model(const DeviceCeilings& dev) {
+  for (const std::string& line : describe_device_model(dev.measured, dev.flops, dev.bandwidth))
+    std::cout << line << "\n";
+}
+
+nlohmann::json comparison_json(const CompareWorkload& cw, int gpus, const DeviceCeilings& dev, const LinkCosts& links,
                                const std::vector<LayoutPrediction>& ranked) {
   nlohmann::json rows = nlohmann::json::array();
   for (const LayoutPrediction& p : ranked)
@@ -63,16 +88,21 @@ nlohmann::json comparison_json(const CompareWorkload& cw, int gpus, const LinkCo
                     {"decode_tokens_per_s", p.decode_tokens_per_s}, {"output_tokens_per_s", p.output_tokens_per_s},
                     {"per_gpu_tokens_per_s", p.per_gpu_tokens_per_s}, {"bubble", p.bubble},
                     {"busiest_stage_s", {{"compute", p.compute_s}, {"weights", p.weights_s}, {"kv", p.kv_s},
-                                         {"allreduce", p.allreduce_s}, {"p2p", p.p2p_s}}},
+                                         {"allreduce", p.allreduce_s}, {"p2p", p.p2p_s},
+                                         {"overhead", p.overhead_s}}},
                     {"bottleneck", p.bottleneck}, {"fits", p.fits}, {"why_not", p.why_not}});
   return {{"workload", {{"batch", cw.batch}, {"input_len", cw.input_len}, {"output_len", cw.output_len}, {"gpus", gpus}}},
           {"links", {{"allreduce_busbw_gbps", links.allreduce_busbw / 1e9},
                      {"allreduce_latency_us", links.allreduce_latency * 1e6},
                      {"p2p_bandwidth_gbps", links.p2p_bandwidth / 1e9}, {"p2p_latency_us", links.p2p_latency * 1e6}}},
+          {"device_model", {{"measured", dev.measured.any()}, {"source", dev.measured.source},
+                            {"step_overhead_us", dev.measured.step_overhead_s * 1e6},
+                            {"description", describe_device_model(dev.measured, dev.flops, dev.bandwidth)}}},
           {"layouts", rows}};
 }
 
-int run_compare(const po::variables_map& vm, const Config& cfg, const ModelSpec& spec, const DeviceCeilings& dev) {
+int run_compare(const po::variables_map& vm, const Config& cfg, const ModelSpec& spec, const DeviceCeilings& dev,
+                const nlohmann::json* doctor, const std::string& doctor_path) {
   CompareWorkload cw;
   cw.batch = vm.count("batch") ? vm["batch"].as<int64_t>() : cfg.get_int("scheduler.max_num_seqs");
   cw.input_len = vm["input-len"].as<int64_t>();
@@ -81,17 +111,18 @@ int run_compare(const po::variables_map& vm, const Config& cfg, const ModelSpec&
   CONVEYOR_CHECK(vm.count("gpus"), "--compare needs --gpus N (the GPUs to lay the model out on)");
   const int gpus = vm["gpus"].as<int>();
   LinkCosts links;
-  if (vm.count("doctor-json")) links = links_from_doctor(vm["doctor-json"].as<std::string>());
+  if (doctor != nullptr) links = links_from_doctor(*doctor, doctor_path);
   const std::vector<LayoutPrediction> ranked = compare_layouts(spec, cw, gpus, dev, links);
   std::cout << format_comparison(spec, cw, gpus, ranked);
+  print_device_model(dev);
   std::printf("links: all-reduce %.0f GB/s busbw + %.1f us, p2p %.0f GB/s + %.1f us%s\n", links.allreduce_busbw / 1e9,
               links.allreduce_latency * 1e6, links.p2p_bandwidth / 1e9, links.p2p_latency * 1e6,
-              vm.count("doctor-json") ? " (from --doctor-json)" : " (defaults; measure with conveyor doctor)");
+              doctor != nullptr ? " (from --doctor-json)" : " (defaults; measure with conveyor doctor)");
   if (vm.count("output-json")) {
     const std::string path = vm["output-json"].as<std::string>();
     std::ofstream out(path);
     CONVEYOR_CHECK(out.good(), "cannot write --output-json ", path);
-    out << comparison_json(cw, gpus, links, ranked).dump(2) << "\n";
+    out << comparison_json(cw, gpus, dev, links, ranked).dump(2) << "\n";
     CONVEYOR_CHECK(out.good(), "writing --output-json ", path, " failed");
   }
   return ranked.front().fits ? 0 : 3;
@@ -111,7 +142,11 @@ int run_plan_command(const Args& args) {
       "gpus", po::value<int>(), "--compare: GPUs to lay the model out on")(
       "input-len", po::value<int64_t>()->default_value(1024), "--compare: prompt tokens per sequence")(
       "output-len", po::value<int64_t>()->default_value(1024), "--compare: generated tokens per sequence")(
-      "doctor-json", po::value<std::string>(), "--compare: link costs from `conveyor doctor --output-json`")(
+      "doctor-json", po::value<std::string>(),
+      "measured device speeds (and, with --compare, link costs) from `conveyor doctor --output-json`")(
+      "doctor", po::value<std::string>(), "the same as --doctor-json")(
+      "step-overhead-us", po::value<double>(),
+      "host time per decode step and stage (default: 100 with doctor measurements, else 0)")(
       "output-json", po::value<std::string>(), "--compare: write the ranked layouts here");
   add_config_options(&desc);
   po::variables_map vm = parse_command_line(args, desc);
@@ -133,8 +168,16 @@ int run_plan_command(const Args& args) {
   dev.flops = vm["peak-tflops"].as<double>() * 1e12;
   dev.bandwidth = vm["peak-bandwidth"].as<double>() * 1e12;
   dev.memory_utilization = cfg.get_float("cache.gpu_memory_utilization");
-  if (vm.count("compare")) return run_compare(vm, cfg, spec, dev);
-  for (const char* flag : {"gpus", "doctor-json", "output-json"})
+  CONVEYOR_CHECK(!(vm.count("doctor") && vm.count("doctor-json")), "give --doctor or --doctor-json, not both");
+  const std::string doctor_path = vm.count("doctor")        ? vm["doctor"].as<std::string>()
+                                  : vm.count("doctor-json") ? vm["doctor-json"].as<std::string>()
+                                                            : "";
+  nlohmann::json doctor;
+  if (!doctor_path.empty()) doctor = read_doctor_json(doctor_path);
+  const nlohmann::json* doctor_ptr = doctor_path.empty() ? nullptr : &doctor;
+  dev.measured = device_model(vm, doctor_ptr, doctor_path);
+  if (vm.count("compare")) return run_compare(vm, cfg, spec, dev, doctor_ptr, doctor_path);
+  for (const char* flag : {"gpus", "output-json"})
     CONVEYOR_CHECK(!vm.count(flag), "--", flag, " applies to --compare only");
 
   Workload w;
@@ -148,6 +191,7 @@ int run_plan_command(const Args& args) {
   std::vector<int64_t> partition = cfg.get_int_list("parallel.partition");
   PartitionPlan plan = plan_partition(spec, w, dev, partition);
   std::cout << format_plan(spec, w, plan);
+  print_device_model(dev);
   return plan.fits ? 0 : 3;
 }
 

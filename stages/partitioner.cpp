@@ -10,6 +10,7 @@
 
 #include "runtime/error.h"
 #include "runtime/strings.h"
+#include "stages/decode_graphs.h"
 
 namespace conveyor {
 
@@ -34,9 +35,81 @@ double kv_heads_per_rank(const ModelSpec& s, int tp) {
 // selection, the draw). An assumption until `conveyor bench` measures it.
 const double kSamplingPasses = 9.0;
 
+// --- measured device model (DeviceCeilings::measured non-empty) ------------------------------------
+
+// The projections of one decoder layer: q, k, v (stages/attention.cpp keeps them three matmuls), o,
+// the fused gate/up and down (stages/mlp.cpp). Each is one GemmRunner call.
+const int kGemmsPerLayer = 6;
+// The other kernels of one decode layer besides the GEMMs and paged attention (whose split-K reduce the
+// doctor's attention measurement includes): rms_norm, fused_add_rms_norm and add (stages/decoder_layer.cpp),
+// rope and write_kv_cache (stages/attention.cpp through CudaOps), silu_mul (stages/mlp.cpp).
+const int kSmallKernelsPerLayer = 6;
+// The last stage's final rms_norm and logit-row gather before the LM head GEMM; the first stage's lookup.
+const int kHeadSmallKernels = 2;
+const int kEmbedSmallKernels = 1;
+
+// Rows a decode step's kernels run at: stages/decode_graphs.h pads n sequences to its next bucket (1, 2,
+// 4, ... 256) so one captured graph serves them; above the last bucket the step runs eagerly, unpadded.
+double decode_rows(double tokens) {
+  const int n = static_cast<int>(std::ceil(tokens));
+  const int bucket = DecodeGraphs::bucket_for(n);
+  return bucket > 0 ? bucket : n;
+}
+
+struct DecodeParts {
+  double gemm = 0;       // projections (and the LM head) at the measured GEMM speed
+  double attention = 0;  // paged decode attention: KV read
+  double small = 0;      // small kernels: fixed cost each + their activation bytes at the peak bandwidth
+  double total() const { return gemm + attention + small; }
+};
+
+double gemm_s(const DeviceCeilings& dev, double m, double n, double k, double ab, double out) {
+  const double peak = dev.measured.gemm_prefill_flops > 0 ? dev.measured.gemm_prefill_flops : dev.flops;
+  if (!dev.measured.gemm_decode.empty()) return dev.measured.gemm_time(m, n, k, ab, out, peak);
+  return std::max(2.0 * m * n * k / peak, ((n * k + m * k) * ab + m * n * out) / dev.bandwidth);
+}
+
+double small_kernels_s(const DeviceCeilings& dev, int kernels, double bytes) {
+  return kernels * dev.measured.graph_kernel_s + bytes / dev.bandwidth;
+}
+
+DecodeParts measured_layer(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
+  const double m = decode_rows(tokens), ab = w.dtype_bytes, tp = w.tensor;
+  const double hidden = s.hidden, q = static_cast<double>(s.q_size()) / tp;
+  const double kv = kv_heads_per_rank(s, w.tensor) * s.head_dim, inter = s.intermediate / tp;
+  DecodeParts p;
+  p.gemm = gemm_s(dev, m, q, hidden, ab, ab) + 2.0 * gemm_s(dev, m, kv, hidden, ab, ab) +
+           gemm_s(dev, m, hidden, q, ab, ab) + gemm_s(dev, m, 2.0 * inter, hidden, ab, ab) +
+           gemm_s(dev, m, hidden, inter, ab, ab);
+  const double kv_bytes = tokens * w.context * 2.0 * kv * w.kv_dtype_bytes;  // padded rows read nothing
+  p.attention = dev.measured.attention_decode.measured() ? dev.measured.attention_decode.time(kv_bytes)
+                                                         : kv_bytes / dev.bandwidth;
+  // Bytes read + written: rms_norm 2 rows of hidden, rope q and k in place, the KV write (read k, v and
+  // store them), fused add + norm 4, SiLU-mul 2 in + 1 out of the MLP width, the residual add 3.
+  const double small_bytes = m * ab * (2 * hidden + 2 * (q + kv) + 4 * kv + 4 * hidden + 3 * inter + 3 * hidden);
+  p.small = small_kernels_s(dev, kSmallKernelsPerLayer, small_bytes);
+  return p;
+}
+
+DecodeParts measured_head(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
+  const double m = decode_rows(tokens), vocab = static_cast<double>(s.vocab) / w.tensor;
+  DecodeParts p;
+  p.gemm = gemm_s(dev, m, vocab, s.hidden, w.dtype_bytes, 4.0);  // writes the fp32 logits once
+  p.small = small_kernels_s(dev, kHeadSmallKernels, 4.0 * m * s.hidden * w.dtype_bytes) +
+            (kSamplingPasses - 1.0) * m * vocab * 4.0 / dev.bandwidth;
+  return p;
+}
+
+DecodeParts measured_embed(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
+  DecodeParts p;
+  p.small = small_kernels_s(dev, kEmbedSmallKernels, decode_rows(tokens) * s.hidden * w.dtype_bytes * 2.0);
+  return p;
+}
+
 }  // namespace
 
 double layer_time(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
+  if (dev.measured.any()) return measured_layer(s, w, dev, tokens).total();
   double params = layer_params(s) / w.tensor;
   double attn_flops = 4.0 * tokens * w.context * s.heads * s.head_dim / w.tensor;
   double flops = 2.0 * tokens * params + attn_flops;
@@ -46,12 +119,14 @@ double layer_time(const ModelSpec& s, const Workload& w, const DeviceCeilings& d
 }
 
 double head_time(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
+  if (dev.measured.any()) return measured_head(s, w, dev, tokens).total();
   double params = static_cast<double>(s.vocab) * s.hidden / w.tensor;
   double bytes = params * w.dtype_bytes + kSamplingPasses * tokens * s.vocab / w.tensor * 4.0;
   return roofline(2.0 * tokens * params, bytes, dev);
 }
 
 double embed_time(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
+  if (dev.measured.any()) return measured_embed(s, w, dev, tokens).total();
   return roofline(0, tokens * s.hidden * w.dtype_bytes * 2.0, dev);
 }
 
@@ -134,7 +209,8 @@ PartitionPlan plan_partition(const ModelSpec& spec, const Workload& w, const Dev
     c.first_layer = layer;
     c.last_layer = layer + counts[s];
     layer = c.last_layer;
-    c.time_s = counts[s] * cost[0] + (s == 0 ? first : 0.0) + (s == P - 1 ? last : 0.0);
+    // Each stage's host prepares and launches every micro-batch's step (the leader also schedules).
+    c.time_s = counts[s] * cost[0] + (s == 0 ? first : 0.0) + (s == P - 1 ? last : 0.0) + dev.measured.step_overhead_s;
     c.weight_bytes = counts[s] * layer_w + (s == 0 ? head_w : 0.0) +
                      (s == P - 1 && (!spec.tie_word_embeddings || P > 1) ? head_w : 0.0);
     c.kv_bytes_per_token = counts[s] * kv_per_layer_token;
@@ -212,14 +288,22 @@ LinkTimes link_times(const ModelSpec& s, const Workload& w, const LinkCosts& lin
 
 // Prefill of the whole batch: compute-bound over all GPUs (chunks keep every stage busy), plus the TP
 // all-reduce bytes of every prompt token (stages run theirs concurrently) and one pass over each edge.
+// Measured: the projections at doctor's prefill GEMM FLOP/s, attention at its prefill attention FLOP/s,
+// and the small kernels' activation bytes (what a decode layer moves per row) at the peak bandwidth.
 double prefill_time(const ModelSpec& s, const CompareWorkload& cw, const Workload& w, const DeviceCeilings& dev,
                     const LinkCosts& links) {
   const double tokens = static_cast<double>(cw.batch) * cw.input_len;
   const double attn = 2.0 * s.heads * s.head_dim * static_cast<double>(cw.input_len) * cw.input_len * cw.batch;
-  const double flops = 2.0 * tokens * layer_params(s) * s.layers + attn * s.layers +
-                       2.0 * cw.batch * static_cast<double>(s.vocab) * s.hidden;
+  const double gemm_flops = 2.0 * tokens * layer_params(s) * s.layers + 2.0 * cw.batch * static_cast<double>(s.vocab) * s.hidden;
   const double gpus = static_cast<double>(w.pipeline) * w.tensor;
-  double t = flops / (gpus * dev.flops);
+  const DeviceProfile& m = dev.measured;
+  double t = gemm_flops / (gpus * (m.gemm_prefill_flops > 0 ? m.gemm_prefill_flops : dev.flops)) +
+             attn * s.layers / (gpus * (m.attention_prefill_flops > 0 ? m.attention_prefill_flops : dev.flops));
+  if (m.any()) {
+    DeviceCeilings bytes_only = dev;  // one row's small-kernel bytes, without the per-kernel fixed cost
+    bytes_only.measured.graph_kernel_s = 0;
+    t += tokens * s.layers * measured_layer(s, w, bytes_only, 1.0).small / gpus;
+  }
   const double act_bytes = tokens * s.hidden * w.dtype_bytes;
   if (w.tensor > 1)
     t += 2.0 * s.layers * act_bytes * 2.0 * (w.tensor - 1) / w.tensor / links.allreduce_busbw / w.pipeline;
@@ -230,6 +314,10 @@ double prefill_time(const ModelSpec& s, const CompareWorkload& cw, const Workloa
 std::string bottleneck_of(const LayoutPrediction& p, bool memory_bound) {
   std::string name = memory_bound ? (p.weights_s >= p.kv_s ? "weights" : "KV") : "compute";
   double worst = memory_bound ? p.weights_s + p.kv_s : p.compute_s;
+  if (p.overhead_s > worst) {
+    name = "overhead";
+    worst = p.overhead_s;
+  }
   if (p.allreduce_s > worst) {
     name = "all-reduce";
     worst = p.allreduce_s;
@@ -289,8 +377,18 @@ LayoutPrediction predict_layout(const ModelSpec& s, const CompareWorkload& cw, i
   const double head = static_cast<double>(s.vocab) * s.hidden / tensor;
   p.compute_s = n * (2.0 * tokens * params + 4.0 * tokens * ctx * s.heads * s.head_dim / tensor) / dev.flops +
                 (last ? 2.0 * tokens * head / dev.flops : 0.0);
-  p.weights_s = (n * params + (last ? head : 0.0)) * w.dtype_bytes / dev.bandwidth;
-  p.kv_s = n * tokens * ctx * 2.0 * kv_heads_per_rank(s, tensor) * s.head_dim * w.kv_dtype_bytes / dev.bandwidth;
+  if (dev.measured.any()) {
+    const DecodeParts layer = measured_layer(s, w, dev, tokens);
+    const DecodeParts hd = last ? measured_head(s, w, dev, tokens) : DecodeParts{};
+    const DecodeParts emb = busiest == 0 ? measured_embed(s, w, dev, tokens) : DecodeParts{};
+    p.weights_s = n * layer.gemm + hd.gemm;
+    p.kv_s = n * layer.attention;
+    p.overhead_s = n * layer.small + hd.small + emb.small + dev.measured.step_overhead_s;
+  } else {
+    p.weights_s = (n * params + (last ? head : 0.0)) * w.dtype_bytes / dev.bandwidth;
+    p.kv_s = n * tokens * ctx * 2.0 * kv_heads_per_rank(s, tensor) * s.head_dim * w.kv_dtype_bytes / dev.bandwidth;
+    p.overhead_s = dev.measured.step_overhead_s;
+  }
   p.allreduce_s = 2.0 * n * lt.allreduce + (busiest == 0 ? lt.allreduce : 0.0) + (last ? lt.gather : 0.0);
   p.p2p_s = last ? 0.0 : lt.p2p;
   p.bottleneck = bottleneck_of(p, p.weights_s + p.kv_s >= p.compute_s);

@@ -4,6 +4,8 @@
 // (dynamic programming) picks layers per stage, unless the user gave `parallel.partition`. The plan
 // also says each rank's weight bytes, KV capacity and the predicted bubble. predict_layout() adds the
 // links (TP all-reduce, pipeline p2p) and prefill to that plan to rank pp x tp layouts for a workload.
+// With `DeviceCeilings::measured` (from `conveyor doctor`) each kernel class runs at its measured speed
+// instead of the roofline (docs/bench.md, "The prediction model").
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "runtime/model_spec.h"
+#include "stages/device_profile.h"
 
 namespace conveyor {
 
@@ -19,6 +22,7 @@ struct DeviceCeilings {
   double bandwidth = 4.28e12;     // bytes/s, device copy on H200
   double memory = 140.0 * (1ull << 30);  // bytes per GPU
   double memory_utilization = 0.9;
+  DeviceProfile measured;         // doctor's component speeds; empty: every kernel at the ceilings above
 };
 
 struct Workload {
@@ -91,8 +95,10 @@ struct LayoutPrediction {
   double per_gpu_tokens_per_s = 0;    // output_tokens_per_s / (pipeline * tensor)
   double bubble = 0;                  // predicted idle share of the busiest-bubble stage
   // The busiest stage's decode time per micro-batch, by part (memory parts at full bandwidth).
-  double compute_s = 0, weights_s = 0, kv_s = 0, allreduce_s = 0, p2p_s = 0;
-  std::string bottleneck;             // "weights", "KV", "compute", "all-reduce" or "p2p" (+ ", bubble N%")
+  // With measured speeds: weights_s = the GEMMs, kv_s = decode attention, overhead_s = the small kernels
+  // and the host's step overhead; compute_s stays the FLOPs at the peak (it decides memory- vs compute-bound).
+  double compute_s = 0, weights_s = 0, kv_s = 0, allreduce_s = 0, p2p_s = 0, overhead_s = 0;
+  std::string bottleneck;  // "weights", "KV", "compute", "overhead", "all-reduce" or "p2p" (+ ", bubble N%")
   bool fits = true;
   std::string why_not;
 };

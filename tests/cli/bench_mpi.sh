@@ -130,5 +130,31 @@ echo '{"edges": [{"bandwidth_gbps": 20, "latency_us": 30}], "tensor_groups": [{"
 out=$("$bin" plan --compare --gpus 2 --set model.config="$configs/llama-3-70b.yaml" --doctor-json "$tmp/doc.json" 2>&1)
 [[ "$out" == *"all-reduce 50 GB/s busbw + 10.0 us, p2p 20 GB/s + 30.0 us (from --doctor-json)"* ]] || {
   echo "FAIL: doctor links: $out"; fail=1; }
+[[ "$out" == *"device model: ideal roofline (no doctor measurements)"* ]] || { echo "FAIL: ideal not said: $out"; fail=1; }
+# measured kernel speeds (tests/data/doctor_measured.json): said so, slower than the ideal roofline
+data="$here/../data"
+out=$("$bin" plan --compare --gpus 1 --set model.config="$configs/llama-3-8b.yaml" --batch 1 --input-len 128 \
+  --output-len 128 --doctor "$data/doctor_measured.json" --output-json "$tmp/m.json" 2>&1)  # --doctor: unique prefix
+rc=$?
+[ $rc = 0 ] || { echo "FAIL: plan --compare --doctor exit $rc: $out"; fail=1; }
+for want in "measured by conveyor doctor" "m=256 8.0 us + 2800 GB/s" "prefill attention: measured 50.0 TFLOP/s" \
+  "host overhead per decode step and stage: 100 us"; do
+  [[ "$out" == *"$want"* ]] || { echo "FAIL: plan --compare --doctor lacks '$want': $out"; fail=1; }
+done
+"$bin" plan --compare --gpus 1 --set model.config="$configs/llama-3-8b.yaml" --batch 1 --input-len 128 \
+  --output-len 128 --output-json "$tmp/i.json" >/dev/null 2>&1
+python3 - "$tmp/m.json" "$tmp/i.json" <<'PY' || fail=1
+import json, sys
+m, i = (json.load(open(p)) for p in sys.argv[1:])
+assert m["device_model"]["measured"] and not i["device_model"]["measured"], (m["device_model"], i["device_model"])
+assert abs(m["device_model"]["step_overhead_us"] - 100) < 1e-9 and i["device_model"]["step_overhead_us"] == 0, m["device_model"]
+assert m["layouts"][0]["output_tokens_per_s"] < i["layouts"][0]["output_tokens_per_s"] / 1.4, (m, i)
+assert m["layouts"][0]["busiest_stage_s"]["overhead"] > 0
+PY
+# a broken device section names the key
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["device"]["graph_kernel"]["us"]; json.dump(d, open(sys.argv[2], "w"))' \
+  "$data/doctor_measured.json" "$tmp/bad.json"
+out=$("$bin" plan --compare --gpus 1 --set model.config="$configs/llama-3-8b.yaml" --doctor-json "$tmp/bad.json" 2>&1)
+[ $? != 0 ] && [[ "$out" == *"device.graph_kernel.us is missing"* ]] || { echo "FAIL: bad device section: $out"; fail=1; }
 rm -rf "$tmp"
 exit $fail

@@ -19,6 +19,7 @@ d = json.load(open(sys.argv[1]))
 assert d["world_size"] == 4, d
 assert len(d["edges"]) == 2 and all(e["bandwidth_gbps"] > 0 and e["latency_us"] > 0 for e in d["edges"]), d
 assert len(d["tensor_groups"]) == 2 and all(g["busbw_gbps"] > 0 for g in d["tensor_groups"]), d
+assert "device" not in d, d["device"]  # kernel speeds are measured on GPUs only; plan then says "ideal"
 PY
 out=$(timeout 60 $mpi -np 3 "$bin" doctor -pp 2 --bytes 1M 2>&1)
 rc=$?

@@ -2,11 +2,13 @@
 // validated, and the planner gives the last stage of Llama-3-70B fewer layers (it also runs the LM head).
 // Layout prediction: a one-GPU decode step equals the hand-computed roofline, TP adds exactly its
 // all-reduces, and the ranking follows the pipelining tax (tp wins memory-bound, pp compute-bound).
+// With doctor's measured speeds (tests/data/doctor_measured.json) every term of a step is hand-computed.
 #include "stages/partitioner.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -239,6 +241,98 @@ TEST(LayoutPrediction, MoreMicroBatchesThanStagesCostWeightPasses) {
   EXPECT_GT(m8.step_time_s, 1.8 * m4.step_time_s);
   EXPECT_EQ(m4.partition.size(), 4u);
   EXPECT_EQ(std::accumulate(m4.partition.begin(), m4.partition.end(), 0), 80);
+}
+
+// The hand-written doctor fixture: GEMM m=1/16 5 us + bytes / 4000 GB/s, m=64 6 us / 3600, m=256 8 us /
+// 2800; prefill GEMM 700 TFLOP/s; decode attention 10 us + KV bytes / 2500 GB/s; prefill attention 50
+// TFLOP/s; 2 us per small kernel in a graph. The host step overhead is the planner's parameter.
+DeviceCeilings measured_fixture(double step_overhead_s) {
+  std::ifstream in(testing::data_path("doctor_measured.json"));
+  DeviceCeilings dev;
+  dev.measured = device_profile_from_json(nlohmann::json::parse(in), "doctor_measured.json");
+  dev.measured.step_overhead_s = step_overhead_s;
+  return dev;
+}
+
+TEST(LayoutPrediction, MeasuredSpeedsHandComputed) {
+  const ModelSpec s = llama3_8b();
+  CompareWorkload cw;
+  cw.batch = 1;
+  cw.input_len = 128;
+  cw.output_len = 128;
+  const LayoutPrediction p = predict_layout(s, cw, 1, 1, measured_fixture(100e-6), LinkCosts{});
+  // One layer at m = 1 (bucket 1): six GEMMs of 5 us + (n k + k + n) bf16 bytes / 4000 GB/s.
+  const double q = (4096.0 * 4096 + 4096 + 4096) * 2, kv = (1024.0 * 4096 + 4096 + 1024) * 2;
+  const double gate_up = (28672.0 * 4096 + 4096 + 28672) * 2, down = (4096.0 * 14336 + 14336 + 4096) * 2;
+  const double gemm = 6 * 5e-6 + (q + 2 * kv + q + gate_up + down) / 4000e9;
+  // Paged attention over one sequence's KV at context 128 + 64: 10 us + bytes / 2500 GB/s.
+  const double attn = 10e-6 + 192.0 * 2 * 8 * 128 * 2 / 2500e9;
+  // Six small kernels at 2 us, their bf16 bytes at 4.28 TB/s: norm 2 x 4096, rope 2 x (4096 + 1024), KV
+  // write 4 x 1024, fused add + norm 4 x 4096, SiLU-mul 3 x 14336, residual add 3 x 4096.
+  const double row_bytes = 2.0 * (2 * 4096 + 2 * 5120 + 4 * 1024 + 4 * 4096 + 3 * 14336 + 3 * 4096);
+  const double small = 6 * 2e-6 + row_bytes / 4.28e12;
+  // LM head GEMM into fp32 logits; final norm + row gather (2 kernels, 4 rows of hidden), 8 more fp32
+  // passes of sampling; the embedding lookup (1 kernel, a row read and written).
+  const double head_gemm = 5e-6 + (128256.0 * 4096 * 2 + 4096 * 2 + 128256 * 4) / 4000e9;
+  const double head_small = 2 * 2e-6 + 4.0 * 4096 * 2 / 4.28e12 + 8 * 128256 * 4.0 / 4.28e12;
+  const double embed = 2e-6 + 4096.0 * 2 * 2 / 4.28e12;
+  const double step = 32 * (gemm + attn + small) + head_gemm + head_small + embed + 100e-6;
+  EXPECT_NEAR(p.step_time_s, step, 1e-12);
+  EXPECT_NEAR(p.weights_s, 32 * gemm + head_gemm, 1e-12);
+  EXPECT_NEAR(p.kv_s, 32 * attn, 1e-12);
+  EXPECT_NEAR(p.overhead_s, 32 * small + head_small + embed + 100e-6, 1e-12);
+  EXPECT_EQ(p.bottleneck, "weights");
+  // Prefill: 128 tokens of projection FLOPs (+ the LM head of the last token) at 700 TFLOP/s, causal
+  // attention at 50 TFLOP/s, each row's small-kernel bytes at 4.28 TB/s.
+  const double layer = 4096.0 * (4096 + 2048) + 4096.0 * 4096 + 3.0 * 4096 * 14336 + 2 * 4096;
+  const double prefill = (2.0 * 128 * layer * 32 + 2.0 * 128256 * 4096) / 700e12 +
+                         2.0 * 32 * 128 * 128 * 128 * 32 / 50e12 + 128.0 * 32 * row_bytes / 4.28e12;
+  EXPECT_NEAR(p.prefill_time_s, prefill, 1e-12);
+  EXPECT_NEAR(p.output_tokens_per_s, 128 / (prefill + 128 * step), 1e-9);
+  // The ideal roofline of the same workload is the first test's; measured is slower by the terms above.
+  const LayoutPrediction ideal = predict_layout(s, cw, 1, 1, DeviceCeilings{}, LinkCosts{});
+  const double ideal_step = ((32 * layer + 128256.0 * 4096) * 2 + 32 * 192.0 * 2 * 8 * 128 * 2 +
+                             9 * 128256.0 * 4 + 4096 * 2 * 2) / 4.28e12;
+  EXPECT_NEAR(ideal.step_time_s, ideal_step, 1e-12);
+  EXPECT_NEAR(p.step_time_s / ideal.step_time_s, step / ideal_step, 1e-9);
+  EXPECT_GT(p.step_time_s, 1.4 * ideal.step_time_s);
+  EXPECT_LT(p.output_tokens_per_s, ideal.output_tokens_per_s / 1.4);
+}
+
+TEST(LayoutPrediction, MeasuredDecodePadsToTheGraphBucket) {
+  const ModelSpec s = llama3_8b();
+  CompareWorkload cw;
+  cw.input_len = cw.output_len = 1024;
+  const DeviceCeilings dev = measured_fixture(0);
+  cw.batch = 200;
+  const LayoutPrediction b200 = predict_layout(s, cw, 1, 1, dev, LinkCosts{});
+  cw.batch = 256;
+  const LayoutPrediction b256 = predict_layout(s, cw, 1, 1, dev, LinkCosts{});
+  ASSERT_TRUE(b200.fits && b256.fits) << b200.why_not << b256.why_not;
+  // 200 sequences run the graph of 256 (stages/decode_graphs.h): the same GEMMs, small kernels, LM head;
+  // attention reads only the real sequences' KV (context 1024 + 512).
+  EXPECT_DOUBLE_EQ(b200.weights_s, b256.weights_s);
+  EXPECT_DOUBLE_EQ(b200.overhead_s, b256.overhead_s);
+  EXPECT_NEAR(b200.kv_s, 32 * (10e-6 + 200.0 * 1536 * 2 * 8 * 128 * 2 / 2500e9), 1e-12);
+  EXPECT_NEAR(b256.kv_s, 32 * (10e-6 + 256.0 * 1536 * 2 * 8 * 128 * 2 / 2500e9), 1e-12);
+  // The m = 256 bucket: gate/up alone is 8 us + its bytes / 2800 GB/s (the FLOP ceiling is lower).
+  const double gate_up = 8e-6 + (28672.0 * 4096 + 256.0 * 4096 + 256.0 * 28672) * 2 / 2800e9;
+  EXPECT_GT(gate_up, 2.0 * 256 * 28672 * 4096 / 700e12);
+  EXPECT_GT(b256.weights_s, 32 * gate_up);
+}
+
+TEST(LayoutPrediction, StepOverheadIsPaidPerStageAndMicroBatch) {
+  const ModelSpec s = llama3_70b();
+  Workload w;
+  w.pipeline = 2;
+  w.batch = 64;
+  DeviceCeilings dev;
+  const PartitionPlan base = plan_partition(s, w, dev, {});
+  dev.measured.step_overhead_s = 300e-6;  // nothing measured: the roofline plus the host's share
+  const PartitionPlan slow = plan_partition(s, w, dev, {});
+  ASSERT_EQ(slow.stages.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(slow.stages[i].time_s - base.stages[i].time_s, 300e-6, 1e-15);
+  EXPECT_NEAR(slow.step_time_s - base.step_time_s, 2 * 300e-6, 1e-12);  // M = 2 micro-batches on the busiest
 }
 
 }  // namespace

@@ -1,0 +1,169 @@
+// DeviceProfile (see device_profile.h): the curve fit doctor uses, the JSON reader the planner uses, and
+// the GEMM time lookup. Units in the JSON are the doctor's printed ones (us, GB/s, TFLOP/s); inside, SI.
+#include "stages/device_profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "runtime/error.h"
+
+namespace conveyor {
+
+LinearCost fit_linear_cost(const std::vector<std::pair<double, double>>& pts) {
+  CONVEYOR_CHECK(pts.size() >= 2, "fit_linear_cost needs at least two points, got ", pts.size());
+  // Weighted least squares of t = a + b * bytes with weights 1 / t^2.
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : pts) {
+    CONVEYOR_CHECK(x > 0 && y > 0, "fit_linear_cost: bytes and time must be > 0, got ", x, " and ", y);
+    const double w = 1.0 / (y * y);
+    sw += w, sx += w * x, sy += w * y, sxx += w * x * x, sxy += w * x * y;
+  }
+  const double det = sw * sxx - sx * sx;
+  CONVEYOR_CHECK(det > 1e-12 * sw * sxx, "fit_linear_cost needs points of at least two different sizes");
+  double b = (sw * sxy - sx * sy) / det;
+  double a = (sy - b * sx) / sw;
+  if (a < 0) {  // through the origin instead
+    a = 0;
+    b = sxy / sxx;
+  }
+  CONVEYOR_CHECK(b > 0, "fit_linear_cost: time does not grow with bytes (slope ", b, " s/byte)");
+  return LinearCost{a, 1.0 / b};
+}
+
+double DeviceProfile::gemm_time(double m, double n, double k, double ab, double out, double peak_flops) const {
+  CONVEYOR_CHECK(!gemm_decode.empty(), "DeviceProfile::gemm_time without measured GEMM buckets");
+  const double bytes = (n * k + m * k) * ab + m * n * out;
+  const double flops = 2.0 * m * n * k;
+  const auto& b = gemm_decode;
+  double t = b.back().cost.time(bytes);
+  if (m <= static_cast<double>(b.front().m)) {
+    t = b.front().cost.time(bytes);
+  } else {
+    for (size_t i = 0; i + 1 < b.size(); ++i) {
+      const double lo = static_cast<double>(b[i].m), hi = static_cast<double>(b[i + 1].m);
+      if (m > hi) continue;
+      const double f = (m - lo) / (hi - lo);
+      t = (1 - f) * b[i].cost.time(bytes) + f * b[i + 1].cost.time(bytes);
+      break;
+    }
+  }
+  return std::max(t, flops / peak_flops);
+}
+
+namespace {
+
+// Reads the number at j[key] as a value > 0; `path` is the key's full name for the error.
+double positive(const nlohmann::json& j, const char* key, const std::string& path, const std::string& where) {
+  const std::string name = path + "." + key;
+  CONVEYOR_CHECK(j.is_object() && j.contains(key), where, ": ", name, " is missing (`conveyor doctor "
+                 "--output-json` writes it; rerun doctor, or delete the whole ", path, " section to plan with the "
+                 "ideal roofline for it)");
+  const nlohmann::json& v = j.at(key);
+  CONVEYOR_CHECK(v.is_number(), where, ": ", name, " must be a number, got ", v.dump());
+  const double x = v.get<double>();
+  CONVEYOR_CHECK(std::isfinite(x) && x > 0, where, ": ", name, " must be > 0, got ", v.dump());
+  return x;
+}
+
+LinearCost linear_cost(const nlohmann::json& j, const std::string& path, const std::string& where) {
+  LinearCost c;
+  c.bandwidth = positive(j, "bandwidth_gbps", path, where) * 1e9;
+  const std::string name = path + ".fixed_us";
+  CONVEYOR_CHECK(j.contains("fixed_us") && j.at("fixed_us").is_number() && j.at("fixed_us").get<double>() >= 0,
+                 where, ": ", name, " must be a number >= 0, got ",
+                 j.contains("fixed_us") ? j.at("fixed_us").dump() : std::string("nothing"));
+  c.fixed_s = j.at("fixed_us").get<double>() * 1e-6;
+  return c;
+}
+
+std::vector<GemmBucket> gemm_buckets(const nlohmann::json& g, const std::string& where) {
+  const std::string path = "device.gemm_decode.buckets";
+  CONVEYOR_CHECK(g.contains("buckets") && g.at("buckets").is_array() && !g.at("buckets").empty(), where, ": ",
+                 path, " must be a non-empty array of {m, fixed_us, bandwidth_gbps}");
+  std::vector<GemmBucket> out;
+  const auto& arr = g.at("buckets");
+  for (size_t i = 0; i < arr.size(); ++i) {
+    const std::string item = path + "[" + std::to_string(i) + "]";
+    GemmBucket b;
+    b.m = static_cast<int64_t>(positive(arr[i], "m", item, where));
+    b.cost = linear_cost(arr[i], item, where);
+    CONVEYOR_CHECK(out.empty() || b.m > out.back().m, where, ": ", item, ".m = ", b.m,
+                   " must be larger than the bucket before it (", out.empty() ? 0 : out.back().m, ")");
+    out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace
+
+DeviceProfile device_profile_from_json(const nlohmann::json& doctor, const std::string& where) {
+  DeviceProfile p;
+  if (!doctor.is_object() || !doctor.contains("device")) return p;
+  const nlohmann::json& d = doctor.at("device");
+  CONVEYOR_CHECK(d.is_object(), where, ": device must be an object, got ", d.dump());
+  auto section = [&](const char* key) -> const nlohmann::json* {
+    if (!d.contains(key)) return nullptr;
+    CONVEYOR_CHECK(d.at(key).is_object(), where, ": device.", key, " must be an object");
+    return &d.at(key);
+  };
+  if (const auto* g = section("gemm_decode")) p.gemm_decode = gemm_buckets(*g, where);
+  if (const auto* g = section("gemm_prefill")) p.gemm_prefill_flops = positive(*g, "tflops", "device.gemm_prefill", where) * 1e12;
+  if (const auto* a = section("attention_decode")) p.attention_decode = linear_cost(*a, "device.attention_decode", where);
+  if (const auto* a = section("attention_prefill"))
+    p.attention_prefill_flops = positive(*a, "tflops", "device.attention_prefill", where) * 1e12;
+  if (const auto* k = section("graph_kernel")) p.graph_kernel_s = positive(*k, "us", "device.graph_kernel", where) * 1e-6;
+  if (p.any()) p.source = where;
+  return p;
+}
+
+std::vector<std::string> describe_device_model(const DeviceProfile& p, double peak_flops, double peak_bw) {
+  std::vector<std::string> out;
+  char line[320];
+  if (!p.any()) {
+    std::snprintf(line, sizeof(line), "device model: ideal roofline (no doctor measurements): %.0f TFLOP/s, %.2f TB/s",
+                  peak_flops / 1e12, peak_bw / 1e12);
+    out.push_back(line);
+  } else {
+    out.push_back("device model: measured by conveyor doctor (" + p.source + ") where listed, ideal roofline elsewhere");
+    std::string g = "  decode GEMMs: ";
+    if (p.gemm_decode.empty()) {
+      g += "ideal (not measured)";
+    } else {
+      g += "measured, time = fixed + bytes / bandwidth per m:";
+      for (const auto& b : p.gemm_decode) {
+        std::snprintf(line, sizeof(line), " m=%lld %.1f us + %.0f GB/s;", static_cast<long long>(b.m),
+                      b.cost.fixed_s * 1e6, b.cost.bandwidth / 1e9);
+        g += line;
+      }
+      g.pop_back();
+    }
+    out.push_back(g);
+    auto flops = [&](const char* what, double v) {
+      std::snprintf(line, sizeof(line), "  %s: %s %.1f TFLOP/s", what, v > 0 ? "measured" : "ideal (not measured)",
+                    (v > 0 ? v : peak_flops) / 1e12);
+      out.push_back(line);
+    };
+    flops("prefill GEMMs", p.gemm_prefill_flops);
+    if (p.attention_decode.measured()) {
+      std::snprintf(line, sizeof(line), "  decode attention: measured, %.1f us + KV bytes / %.0f GB/s",
+                    p.attention_decode.fixed_s * 1e6, p.attention_decode.bandwidth / 1e9);
+    } else {
+      std::snprintf(line, sizeof(line), "  decode attention: ideal (not measured), KV bytes / %.0f GB/s", peak_bw / 1e9);
+    }
+    out.push_back(line);
+    flops("prefill attention", p.attention_prefill_flops);
+    std::snprintf(line, sizeof(line), "  small kernels (norms, rope, KV write, SiLU, add): %s %.2f us each + bytes at %.2f TB/s",
+                  p.graph_kernel_s > 0 ? "measured in a CUDA graph," : "ideal (not measured),", p.graph_kernel_s * 1e6,
+                  peak_bw / 1e12);
+    out.push_back(line);
+  }
+  std::snprintf(line, sizeof(line), "  host overhead per decode step and stage: %.0f us (a parameter, not measured: "
+                "--step-overhead-us)", p.step_overhead_s * 1e6);
+  out.push_back(line);
+  out.push_back("  sampling: the fp32 logits written once, then 8 passes over them at the peak bandwidth (an assumption, "
+                "not measured)");
+  return out;
+}
+
+}  // namespace conveyor

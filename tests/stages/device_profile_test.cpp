@@ -1,0 +1,134 @@
+// DeviceProfile: the doctor's curve fit recovers a known line, the JSON reader takes the fixture's every
+// field, names the key in each error, reads a links-only (older) doctor JSON as "nothing measured", and
+// the GEMM lookup interpolates between m buckets and never beats the FLOP ceiling.
+#include "stages/device_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "runtime/error.h"
+#include "tests/support/test_support.h"
+
+namespace conveyor {
+namespace {
+
+nlohmann::json load(const std::string& name) {
+  std::ifstream in(testing::data_path(name));
+  return nlohmann::json::parse(in);
+}
+
+std::string error_of(const nlohmann::json& j) {
+  try {
+    device_profile_from_json(j, "d.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(DeviceProfile, FitRecoversALine) {
+  const std::vector<float> r = testing::random_floats(8, 11, 1e6f, 5e8f);
+  std::vector<std::pair<double, double>> pts;
+  for (float b : r) pts.emplace_back(b, 7e-6 + b / 3.1e12);
+  const LinearCost c = fit_linear_cost(pts);
+  EXPECT_NEAR(c.fixed_s, 7e-6, 1e-12);
+  EXPECT_NEAR(c.bandwidth / 3.1e12, 1.0, 1e-9);
+  // A line through below the origin is clamped to zero fixed cost.
+  std::vector<std::pair<double, double>> neg;
+  for (double b : {1e7, 5e7, 2e8, 4e8}) neg.emplace_back(b, b / 2e12 - 1e-6);
+  const LinearCost through_origin = fit_linear_cost(neg);
+  EXPECT_EQ(through_origin.fixed_s, 0.0);
+  EXPECT_GT(through_origin.bandwidth, 2e12);  // every point is faster than 2 TB/s alone
+  EXPECT_THROW(fit_linear_cost({{1e6, 1e-5}}), Error);
+  EXPECT_THROW(fit_linear_cost({{1e6, 1e-5}, {1e6, 2e-5}}), Error);
+}
+
+TEST(DeviceProfile, ReadsEveryMeasuredPart) {
+  const DeviceProfile p = device_profile_from_json(load("doctor_measured.json"), "doctor_measured.json");
+  ASSERT_TRUE(p.any());
+  EXPECT_EQ(p.source, "doctor_measured.json");
+  ASSERT_EQ(p.gemm_decode.size(), 4u);
+  const int64_t ms[] = {1, 16, 64, 256};
+  const double fixed[] = {5, 5, 6, 8}, bw[] = {4000, 4000, 3600, 2800};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(p.gemm_decode[i].m, ms[i]);
+    EXPECT_DOUBLE_EQ(p.gemm_decode[i].cost.fixed_s, fixed[i] * 1e-6);
+    EXPECT_DOUBLE_EQ(p.gemm_decode[i].cost.bandwidth, bw[i] * 1e9);
+  }
+  EXPECT_DOUBLE_EQ(p.gemm_prefill_flops, 700e12);
+  EXPECT_DOUBLE_EQ(p.attention_decode.fixed_s, 10e-6);
+  EXPECT_DOUBLE_EQ(p.attention_decode.bandwidth, 2500e9);
+  EXPECT_DOUBLE_EQ(p.attention_prefill_flops, 50e12);
+  EXPECT_DOUBLE_EQ(p.graph_kernel_s, 2e-6);
+  EXPECT_EQ(p.step_overhead_s, 0.0);  // never from the JSON: the planner's parameter
+  const std::string text = describe_device_model(p, 810e12, 4.28e12)[0];
+  EXPECT_NE(text.find("measured by conveyor doctor (doctor_measured.json)"), std::string::npos) << text;
+}
+
+TEST(DeviceProfile, ErrorsNameTheKey) {
+  const nlohmann::json good = load("doctor_measured.json");
+  nlohmann::json j = good;
+  j["device"]["gemm_decode"]["buckets"][1].erase("bandwidth_gbps");
+  EXPECT_NE(error_of(j).find("d.json: device.gemm_decode.buckets[1].bandwidth_gbps is missing"), std::string::npos)
+      << error_of(j);
+  j = good;
+  j["device"]["gemm_prefill"]["tflops"] = -3;
+  EXPECT_NE(error_of(j).find("device.gemm_prefill.tflops must be > 0, got -3"), std::string::npos) << error_of(j);
+  j = good;
+  j["device"]["attention_decode"]["fixed_us"] = "ten";
+  EXPECT_NE(error_of(j).find("device.attention_decode.fixed_us must be a number >= 0, got \"ten\""), std::string::npos)
+      << error_of(j);
+  j = good;
+  j["device"]["graph_kernel"]["us"] = nullptr;
+  EXPECT_NE(error_of(j).find("device.graph_kernel.us must be a number, got null"), std::string::npos) << error_of(j);
+  j = good;
+  j["device"]["gemm_decode"]["buckets"][2]["m"] = 8;
+  EXPECT_NE(error_of(j).find("device.gemm_decode.buckets[2].m = 8 must be larger than the bucket before it (16)"),
+            std::string::npos)
+      << error_of(j);
+  j = good;
+  j["device"]["gemm_decode"]["buckets"] = nlohmann::json::array();
+  EXPECT_NE(error_of(j).find("device.gemm_decode.buckets must be a non-empty array"), std::string::npos) << error_of(j);
+  j = good;
+  j["device"]["attention_prefill"] = 5;
+  EXPECT_NE(error_of(j).find("device.attention_prefill must be an object"), std::string::npos) << error_of(j);
+}
+
+TEST(DeviceProfile, OldDoctorJsonMeansIdeal) {
+  const DeviceProfile none = device_profile_from_json(load("doctor_links_only.json"), "old.json");
+  EXPECT_FALSE(none.any());
+  EXPECT_TRUE(none.source.empty());
+  const auto lines = describe_device_model(none, 810e12, 4.28e12);
+  EXPECT_EQ(lines[0], "device model: ideal roofline (no doctor measurements): 810 TFLOP/s, 4.28 TB/s");
+  // Only some parts measured: the rest are said to be ideal.
+  nlohmann::json j = load("doctor_measured.json");
+  j["device"].erase("gemm_decode");
+  j["device"].erase("attention_prefill");
+  const DeviceProfile part = device_profile_from_json(j, "part.json");
+  EXPECT_TRUE(part.any());
+  EXPECT_TRUE(part.gemm_decode.empty());
+  EXPECT_EQ(part.attention_prefill_flops, 0.0);
+  std::string all;
+  for (const auto& l : describe_device_model(part, 810e12, 4.28e12)) all += l + "\n";
+  EXPECT_NE(all.find("decode GEMMs: ideal (not measured)"), std::string::npos) << all;
+  EXPECT_NE(all.find("prefill attention: ideal (not measured) 810.0 TFLOP/s"), std::string::npos) << all;
+  EXPECT_NE(all.find("prefill GEMMs: measured 700.0 TFLOP/s"), std::string::npos) << all;
+  EXPECT_NE(all.find("decode attention: measured, 10.0 us + KV bytes / 2500 GB/s"), std::string::npos) << all;
+}
+
+TEST(DeviceProfile, GemmTimeInterpolatesBetweenBuckets) {
+  const DeviceProfile p = device_profile_from_json(load("doctor_measured.json"), "d.json");
+  const double n = 4096, k = 4096;
+  auto bytes = [&](double m) { return (n * k + m * k) * 2 + m * n * 2; };
+  EXPECT_NEAR(p.gemm_time(1, n, k, 2, 2, 700e12), 5e-6 + bytes(1) / 4000e9, 1e-15);
+  // m = 40: halfway between the 16 and 64 buckets, each curve at m = 40's bytes.
+  const double at16 = 5e-6 + bytes(40) / 4000e9, at64 = 6e-6 + bytes(40) / 3600e9;
+  EXPECT_NEAR(p.gemm_time(40, n, k, 2, 2, 700e12), 0.5 * at16 + 0.5 * at64, 1e-15);
+  // Above the last bucket its curve, but never faster than the FLOPs at the given peak.
+  EXPECT_NEAR(p.gemm_time(300, n, k, 2, 2, 700e12), 8e-6 + bytes(300) / 2800e9, 1e-15);
+  EXPECT_NEAR(p.gemm_time(4096, n, k, 2, 2, 700e12), 2.0 * 4096 * n * k / 700e12, 1e-15);
+}
+
+}  // namespace
+}  // namespace conveyor
