@@ -37,13 +37,13 @@ const double kSamplingPasses = 9.0;
 
 // --- measured device model (DeviceCeilings::measured non-empty) ------------------------------------
 
-// The projections of one decoder layer: q, k, v (stages/attention.cpp keeps them three matmuls), o,
-// the fused gate/up and down (stages/mlp.cpp). Each is one GemmRunner call.
-const int kGemmsPerLayer = 6;
+// The projections of one decoder layer: the fused q|k|v (stages/attention.cpp), o accumulating into
+// the residual, the fused gate/up and down accumulating (stages/mlp.cpp). Each is one GemmRunner call.
+const int kGemmsPerLayer = 4;
 // The other kernels of one decode layer besides the GEMMs and paged attention (whose split-K reduce the
-// doctor's attention measurement includes): rms_norm, fused_add_rms_norm and add (stages/decoder_layer.cpp),
-// rope and write_kv_cache (stages/attention.cpp through CudaOps), silu_mul (stages/mlp.cpp).
-const int kSmallKernelsPerLayer = 6;
+// doctor's attention measurement includes): two rms_norm (stages/decoder_layer.cpp), rope fused with the
+// q|k|v split and the KV write (CudaOps::qkv_attention), silu_mul (stages/mlp.cpp).
+const int kSmallKernelsPerLayer = 4;
 // The last stage's final rms_norm and logit-row gather before the LM head GEMM; the first stage's lookup.
 const int kHeadSmallKernels = 2;
 const int kEmbedSmallKernels = 1;
@@ -78,15 +78,15 @@ DecodeParts measured_layer(const ModelSpec& s, const Workload& w, const DeviceCe
   const double hidden = s.hidden, q = static_cast<double>(s.q_size()) / tp;
   const double kv = kv_heads_per_rank(s, w.tensor) * s.head_dim, inter = s.intermediate / tp;
   DecodeParts p;
-  p.gemm = gemm_s(dev, m, q, hidden, ab, ab) + 2.0 * gemm_s(dev, m, kv, hidden, ab, ab) +
-           gemm_s(dev, m, hidden, q, ab, ab) + gemm_s(dev, m, 2.0 * inter, hidden, ab, ab) +
-           gemm_s(dev, m, hidden, inter, ab, ab);
+  p.gemm = gemm_s(dev, m, q + 2.0 * kv, hidden, ab, ab) + gemm_s(dev, m, hidden, q, ab, ab) +
+           gemm_s(dev, m, 2.0 * inter, hidden, ab, ab) + gemm_s(dev, m, hidden, inter, ab, ab);
+  static_assert(kGemmsPerLayer == 4, "the sum above names each projection");
   const double kv_bytes = tokens * w.context * 2.0 * kv * w.kv_dtype_bytes;  // padded rows read nothing
   p.attention = dev.measured.attention_decode.measured() ? dev.measured.attention_decode.time(kv_bytes)
                                                          : kv_bytes / dev.bandwidth;
-  // Bytes read + written: rms_norm 2 rows of hidden, rope q and k in place, the KV write (read k, v and
-  // store them), fused add + norm 4, SiLU-mul 2 in + 1 out of the MLP width, the residual add 3.
-  const double small_bytes = m * ab * (2 * hidden + 2 * (q + kv) + 4 * kv + 4 * hidden + 3 * inter + 3 * hidden);
+  // Bytes read + written: two rms_norm 2 rows of hidden each, rope reads q|k|v and writes q, k and v
+  // (cache), SiLU-mul 2 in + 1 out of the MLP width; the residual adds ride the GEMMs (their y read).
+  const double small_bytes = m * ab * (4 * hidden + 2 * (q + 2 * kv) + 3 * inter + 2 * hidden);
   p.small = small_kernels_s(dev, kSmallKernelsPerLayer, small_bytes);
   return p;
 }

@@ -261,16 +261,17 @@ TEST(LayoutPrediction, MeasuredSpeedsHandComputed) {
   cw.input_len = 128;
   cw.output_len = 128;
   const LayoutPrediction p = predict_layout(s, cw, 1, 1, measured_fixture(100e-6), LinkCosts{});
-  // One layer at m = 1 (bucket 1): six GEMMs of 5 us + (n k + k + n) bf16 bytes / 4000 GB/s.
-  const double q = (4096.0 * 4096 + 4096 + 4096) * 2, kv = (1024.0 * 4096 + 4096 + 1024) * 2;
+  // One layer at m = 1 (bucket 1): four GEMMs (q|k|v, o, gate|up, down) of 5 us + (n k + k + n) bf16
+  // bytes / 4000 GB/s.
+  const double qkv = (6144.0 * 4096 + 4096 + 6144) * 2, o = (4096.0 * 4096 + 4096 + 4096) * 2;
   const double gate_up = (28672.0 * 4096 + 4096 + 28672) * 2, down = (4096.0 * 14336 + 14336 + 4096) * 2;
-  const double gemm = 6 * 5e-6 + (q + 2 * kv + q + gate_up + down) / 4000e9;
+  const double gemm = 4 * 5e-6 + (qkv + o + gate_up + down) / 4000e9;
   // Paged attention over one sequence's KV at context 128 + 64: 10 us + bytes / 2500 GB/s.
   const double attn = 10e-6 + 192.0 * 2 * 8 * 128 * 2 / 2500e9;
-  // Six small kernels at 2 us, their bf16 bytes at 4.28 TB/s: norm 2 x 4096, rope 2 x (4096 + 1024), KV
-  // write 4 x 1024, fused add + norm 4 x 4096, SiLU-mul 3 x 14336, residual add 3 x 4096.
-  const double row_bytes = 2.0 * (2 * 4096 + 2 * 5120 + 4 * 1024 + 4 * 4096 + 3 * 14336 + 3 * 4096);
-  const double small = 6 * 2e-6 + row_bytes / 4.28e12;
+  // Four small kernels at 2 us, their bf16 bytes at 4.28 TB/s: two norms 2 x 4096 each, rope + split +
+  // KV write 2 x (4096 + 2 x 1024), SiLU-mul 3 x 14336, the residual read by the accumulating GEMMs 2 x 4096.
+  const double row_bytes = 2.0 * (4 * 4096 + 2 * 6144 + 3 * 14336 + 2 * 4096);
+  const double small = 4 * 2e-6 + row_bytes / 4.28e12;
   // LM head GEMM into fp32 logits; final norm + row gather (2 kernels, 4 rows of hidden), 8 more fp32
   // passes of sampling; the embedding lookup (1 kernel, a row read and written).
   const double head_gemm = 5e-6 + (128256.0 * 4096 * 2 + 4096 * 2 + 128256 * 4) / 4000e9;
