@@ -56,8 +56,10 @@ std::string format_memory_table(const std::vector<MemoryRow>& rows, double utili
   std::snprintf(line, sizeof(line), "%5s %-12s %5s %3s %4s %8s %8s %8s %8s %8s %8s %8s %8s %9s %10s\n", "rank",
                 "host", "stage", "tp", "gpu", "total", "usable", "in use", "weights", "activ.", "sampling",
                 "graphs", "margin", "KV left", "KV blocks");
-  std::string out = "GPU memory per rank (GiB; usable = cache.gpu_memory_utilization " + std::to_string(utilization) +
-                    " x total):\n" + line;
+  char head[128];
+  std::snprintf(head, sizeof(head), "GPU memory per rank (GiB; usable = cache.gpu_memory_utilization %.2f x total):\n",
+                utilization);
+  std::string out = head + std::string(line);
   bool short_of_room = false;
   for (const MemoryRow& r : rows) {
     const bool fits = r.kv_blocks > 0;
@@ -94,7 +96,7 @@ std::vector<MemoryRow> require_memory_fit(const MemoryRow& mine, double utilizat
     rows.push_back(unpack(all.data() + static_cast<size_t>(r) * kFields, hosts.data() + static_cast<size_t>(r) * kHostChars));
     fits = fits && rows.back().kv_blocks > 0;
   }
-  CONVEYOR_CHECK(fits, "this layout does not fit in GPU memory\n", format_memory_table(rows, utilization));
+  if (!fits) CONVEYOR_THROW("this layout does not fit in GPU memory\n", format_memory_table(rows, utilization));
   return rows;
 }
 
