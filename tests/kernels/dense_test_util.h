@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -112,6 +113,18 @@ inline Tolerance tolerance_for(DType dt) {
     case DType::kBF16: return {1e-3f, 1.6e-2f};
     case DType::kF16: return {1e-4f, 2e-3f};
     default: return {1e-5f, 1e-5f};
+  }
+}
+
+// A matmul's output (GemmRunner, gemv): one final rounding to `out` (at most half an ulp of the exact
+// fp32 sum) plus accumulation-order noise of fp32 sums, which grows like sqrt(k) (tensor cores, the
+// k split of a block and split-K add in another order than the CPU twin).
+inline Tolerance matmul_tolerance(DType out, int64_t k) {
+  const float noise = 1e-4f + 2e-5f * std::sqrt(static_cast<float>(k));
+  switch (out) {
+    case DType::kBF16: return {1e-3f + noise, 8e-3f};
+    case DType::kF16: return {noise, 1e-3f};
+    default: return {noise, 1e-4f};
   }
 }
 

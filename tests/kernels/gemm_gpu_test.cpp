@@ -32,18 +32,6 @@ struct Shape {
   int64_t m, n, k;
 };
 
-// One final rounding to `out` (at most half an ulp of the exact fp32 sum) plus accumulation-order
-// noise of fp32 sums, which grows like sqrt(k) (tensor cores and split-K add in another order than
-// the CPU twin).
-testing::Tolerance gemm_tolerance(DType out, int64_t k) {
-  const float noise = 1e-4f + 2e-5f * std::sqrt(static_cast<float>(k));
-  switch (out) {
-    case DType::kBF16: return {1e-3f + noise, 8e-3f};
-    case DType::kF16: return {noise, 1e-3f};
-    default: return {noise, 1e-4f};
-  }
-}
-
 // Random x, w, bias (and prior y) for a shape, with the expected result of `calls` accumulating runs
 // (or of one plain run).
 struct Case {
@@ -72,7 +60,7 @@ Case make_case(DType ab, DType out, bool with_bias, Shape s, bool accumulate, in
 
 void expect_matches(const Case& c, DType ab, DType out, bool with_bias, Shape s, bool accumulate, int calls = 1) {
   // Each accumulating call rounds to `out` once more.
-  auto tol = gemm_tolerance(out, s.k);
+  auto tol = testing::matmul_tolerance(out, s.k);
   tol.rtol *= static_cast<float>(calls);
   std::vector<float> got = download(c.dy.get(), c.want.size(), out);
   if (accumulate && out != DType::kF32) {

@@ -28,17 +28,6 @@ using testing::upload_into;
 constexpr size_t kGuard = 64;      // elements after y that must not be written
 constexpr float kGuardValue = 0.75f;  // exact in every dtype
 
-// One final rounding to `out` plus fp32 accumulation-order noise growing like sqrt(k) (the mma and
-// the block's k split add in another order than the CPU twin); as in gemm_gpu_test.
-testing::Tolerance gemv_tolerance(DType out, int64_t k) {
-  const float noise = 1e-4f + 2e-5f * std::sqrt(static_cast<float>(k));
-  switch (out) {
-    case DType::kBF16: return {1e-3f + noise, 8e-3f};
-    case DType::kF16: return {noise, 1e-3f};
-    default: return {noise, 1e-4f};
-  }
-}
-
 // Host values (rounded to dt) and their device copies for one (n, k): x holds kGemvMaxRows rows, of
 // which a case uses the first m.
 struct Operands {
@@ -73,7 +62,7 @@ void check_variant(const Operands& ops, const std::vector<float>& prod, DType dt
     want[i] = prod[i] + (with_bias ? ops.bias[i % static_cast<size_t>(n)] : 0.f) + (accumulate ? y0[i] : 0.f);
   }
   const auto got = download(dy.get(), want.size(), out);
-  const auto tol = gemv_tolerance(out, k);
+  const auto tol = testing::matmul_tolerance(out, k);
   EXPECT_EQ(compare_all(got, want, tol.atol, tol.rtol), "")
       << "dt " << dtype_name(dt) << " out " << dtype_name(out) << (with_bias ? " bias" : "")
       << (accumulate ? " accumulate" : "") << " m=" << m << " n=" << n << " k=" << k
