@@ -8,7 +8,9 @@ Reads DIR/<run>.<what>.json, where <what> is
   hf_static     benchmarks/peers/hf_generate.py --cache static
 Runs without a conveyor result are listed with what they have.
 
-    python3 benchmarks/make_table.py benchmarks/results/nvidia-h200 -o benchmarks/results/nvidia-h200/table.md
+    python3 benchmarks/make_table.py benchmarks/results/nvidia-h200 -o benchmarks/results/nvidia-h200/table.md \
+      --png benchmarks/results/nvidia-h200/results.png
+--png draws the same numbers as grouped bars (output tokens/s, log scale) with matplotlib.
 """
 import argparse
 import glob
@@ -77,10 +79,47 @@ def row(name, r):
             f"{ratio(ours_rate, hf_d)} | {ratio(ours_rate, hf_s)} |")
 
 
+def plot(runs, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = [("conveyor", "#1f77b4"), ("predicted", "#aec7e8"), ("roofline", "#7f7f7f"),
+              ("HF default", "#ff7f0e"), ("HF static", "#ffbb78")]
+    names = sorted(runs)
+    fig, ax = plt.subplots(figsize=(2.6 * len(names) + 2, 4.5))
+    width = 0.8 / len(series)
+    for i, name in enumerate(names):
+        r = runs[name]
+        ours = r.get("conveyor")
+        pred = None
+        if ours and "predicted" in r:
+            for p in r["predicted"]["layouts"]:
+                if (p["pipeline"], p["tensor"]) == (ours["layout"]["pipeline"], ours["layout"]["tensor"]):
+                    pred = p["output_tokens_per_s"]
+        values = [ours["output_tokens_per_second"] if ours else None, pred,
+                  ours["roofline"]["output_tokens_per_s"] if ours else None,
+                  peer_rate(r.get("hf_default"))[0], peer_rate(r.get("hf_static"))[0]]
+        for j, ((label, color), v) in enumerate(zip(series, values)):
+            if v:
+                x = i + (j - (len(series) - 1) / 2) * width
+                ax.bar(x, v, width, color=color, label=label if i == 0 or label not in ax.get_legend_handles_labels()[1] else None)
+                ax.text(x, v, f"{v:,.0f}", ha="center", va="bottom", fontsize=7, rotation=90)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names)
+    ax.set_yscale("log")
+    ax.set_ylabel("output tokens/s")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title("conveyor vs prediction, roofline and HF transformers")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("directory")
     ap.add_argument("-o", "--output", help="write the markdown here too")
+    ap.add_argument("--png", help="also draw the numbers as bars into this PNG")
     args = ap.parse_args()
     runs = load_runs(args.directory)
     if not runs:
@@ -100,6 +139,8 @@ def main():
     if args.output:
         with open(args.output, "w") as f:
             f.write(text)
+    if args.png:
+        plot(runs, args.png)
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ for step in "${steps[@]}"; do
     peers)
       peer latency_b1 1 "${lat[0]}" "${lat[1]}"
       peer batch64 64 "${b64[0]}" "${b64[1]}" ;;
-    table) "$py" benchmarks/make_table.py "$out" -o "$out/table.md" ;;
+    table) "$py" benchmarks/make_table.py "$out" -o "$out/table.md" --png "$out/results.png" ;;
     *) echo "unknown step '$step' (doctor latency throughput b64 peers table)"; exit 2 ;;
   esac
 done

@@ -77,7 +77,7 @@ PY
         --title "Llama-3-70B pp=2 on 2 x H200 (whole run)"
       "$py" benchmarks/plot_trace.py "$out/pp2_trace.json" -o "$out/pp2_timeline_steady.png" --middle-ms 100 \
         --title "Llama-3-70B pp=2 on 2 x H200 (100 ms of steady-state decode)" ;;
-    table) "$py" benchmarks/make_table.py "$out" -o "$out/table.md" ;;
+    table) "$py" benchmarks/make_table.py "$out" -o "$out/table.md" --png "$out/results.png" ;;
     *) echo "unknown step '$step' (doctor pp2 tp2 big_pp2 big_tp2 peers plot table)"; exit 2 ;;
   esac
 done
