@@ -157,9 +157,6 @@ class Ops {
   // out[t] = table[ids[t] - vocab_start] for ids inside the shard, zeros elsewhere.
   virtual void embedding(const TensorView& out, const TensorView& table, int vocab_size, int vocab_start) = 0;
   virtual void rms_norm(const TensorView& out, const TensorView& x, const TensorView& weight, float eps) = 0;
-  // residual += x; out = rmsnorm(residual) * weight.
-  virtual void fused_add_rms_norm(const TensorView& out, const TensorView& x, const TensorView& residual,
-                                  const TensorView& weight, float eps) = 0;
   // out = x W^T (+ bias); w is [out_features, in_features], bias [1, out_features] or empty. out may
   // be kF32 while x and w are dtype() (the LM head's logits).
   virtual void linear(const TensorView& out, const TensorView& x, const TensorView& w, const TensorView& bias) = 0;

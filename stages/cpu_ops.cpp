@@ -99,15 +99,6 @@ class CpuOps final : public Ops {
     rms_norm_ref(out.f32(), x.f32(), w.f32(), static_cast<int>(x.rows), static_cast<int>(x.cols), eps);
   }
 
-  void fused_add_rms_norm(const TensorView& out, const TensorView& x, const TensorView& residual,
-                          const TensorView& w, float eps) override {
-    check_shape(out, x.rows, x.cols, "fused_add_rms_norm", "out");
-    check_shape(residual, x.rows, x.cols, "fused_add_rms_norm", "residual");
-    check_shape(w, 1, x.cols, "fused_add_rms_norm", "weight");
-    fused_add_rms_norm_ref(out.f32(), x.f32(), residual.f32(), w.f32(), static_cast<int>(x.rows),
-                           static_cast<int>(x.cols), eps);
-  }
-
   void linear(const TensorView& out, const TensorView& x, const TensorView& w, const TensorView& bias) override {
     check_shape(w, out.cols, x.cols, "linear", "weight");
     check_shape(out, x.rows, w.rows, "linear", "out");

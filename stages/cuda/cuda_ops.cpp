@@ -172,15 +172,6 @@ class CudaOps final : public Ops {
     rms_norm_cuda(out.data, x.data, w.data, x.rows, x.cols, eps, dt_, stream_);
   }
 
-  void fused_add_rms_norm(const TensorView& out, const TensorView& x, const TensorView& residual,
-                          const TensorView& w, float eps) override {
-    check_shape(x, x.rows, x.cols, dt_, "fused_add_rms_norm", "x");
-    check_shape(out, x.rows, x.cols, dt_, "fused_add_rms_norm", "out");
-    check_shape(residual, x.rows, x.cols, dt_, "fused_add_rms_norm", "residual");
-    check_shape(w, 1, x.cols, dt_, "fused_add_rms_norm", "weight");
-    fused_add_rms_norm_cuda(out.data, x.data, residual.data, w.data, x.rows, x.cols, eps, dt_, stream_);
-  }
-
   void linear(const TensorView& out, const TensorView& x, const TensorView& w, const TensorView& bias) override {
     check_shape(w, out.cols, x.cols, dt_, "linear", "weight");
     check_shape(x, x.rows, x.cols, dt_, "linear", "x");
