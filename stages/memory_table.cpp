@@ -14,13 +14,13 @@
 namespace conveyor {
 namespace {
 
-constexpr int kFields = 15;
+constexpr int kFields = 14;
 constexpr int kHostChars = 64;
 
 std::array<double, kFields> pack(const MemoryRow& r) {
   return {static_cast<double>(r.rank), static_cast<double>(r.stage), static_cast<double>(r.tp_rank),
           static_cast<double>(r.device), r.total, r.allowed, r.in_use, r.weights, r.activations, r.sampling,
-          r.graphs, r.margin, static_cast<double>(r.kv_blocks), r.kv_block_bytes, 0.0};
+          r.graphs, r.margin, static_cast<double>(r.kv_blocks), r.kv_block_bytes};
 }
 
 MemoryRow unpack(const double* f, const char* host) {

@@ -20,10 +20,10 @@
 #include "runtime/process_groups.h"
 #include "runtime/weight_loader.h"
 #include "runtime/weights_dummy.h"
-#include "stages/memory_table.h"
 #include "runtime/world_config.h"
 #include "stages/architecture.h"
 #include "stages/cpu_ops.h"
+#include "stages/memory_table.h"
 #include "stages/partitioner.h"
 #ifdef CONVEYOR_WITH_CUDA
 #include "stages/cuda/cuda_stage_parts.h"
@@ -344,7 +344,7 @@ PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, cons
     const bool samples = share.lm_head && me.tensor == 0;
     CudaStageParts cuda = make_cuda_stage_parts(cfg, spec, share, weights, kv, samples, device, me.stage);
     // Collective: every rank fails with the whole table when one of them has no room.
-    if (cfg.get_int("cache.num_blocks") <= 0) require_memory_fit(cuda.memory, cfg.get_float("cache.gpu_memory_utilization"));
+    require_memory_fit(cuda.memory, cfg.get_float("cache.gpu_memory_utilization"));
     ops = std::move(cuda.ops);
     sampler = std::move(cuda.sampler);
     blocks = cuda.kv_blocks;

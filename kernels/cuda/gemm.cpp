@@ -132,6 +132,10 @@ struct GemmRunner::Impl {
   bool gemv_allowed(const ShapeKey& key) const {
     return gemv_capable && gemv_policy != GemvPolicy::kNever && key.m <= kGemvMaxRows;
   }
+  // Whether calls of this shape run gemv: forced, or timed faster than cuBLASLt.
+  bool uses_gemv(const ShapeKey& key, const Plan& plan) const {
+    return gemv_allowed(key) && (gemv_policy == GemvPolicy::kAlways || (plan.tuned && plan.gemv));
+  }
   std::unique_ptr<Plan> make_plan(const ShapeKey& key, const void* bias);
   cublasStatus_t heuristic(Plan& plan, const ShapeKey& key, uint32_t reduction_mask) const;
   cublasStatus_t matmul(const Plan& plan, const cublasLtMatmulAlgo_t& algo, const ShapeKey& key, const Operands& o,
@@ -299,10 +303,8 @@ std::string GemmRunner::describe() const {
   std::string out;
   for (const auto& [key, plan] : impl_->plans) {
     char line[256];
-    const bool gemv = impl_->gemv_allowed(key) &&
-                      (impl_->gemv_policy == GemvPolicy::kAlways || (plan->tuned && plan->gemv));
     char choice[96];
-    if (gemv) {
+    if (impl_->uses_gemv(key, *plan)) {
       std::snprintf(choice, sizeof(choice), "gemv");
     } else {
       std::snprintf(choice, sizeof(choice), "cublaslt %s %d/%d", plan->tuned ? "algo" : "heuristic",
@@ -346,15 +348,14 @@ void GemmRunner::run(void* y, DType out, const void* x, const void* w, DType ab,
   if (bias_epilogue) set_desc(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   const Operands ops{y, x, w, bias};
 
-  const bool gemv_allowed = impl_->gemv_allowed(key);
-  const bool gemv_timed = gemv_allowed && impl_->gemv_policy == GemvPolicy::kAuto;
+  const bool gemv_timed = impl_->gemv_allowed(key) && impl_->gemv_policy == GemvPolicy::kAuto;
   if (!plan.tuned && impl_->autotune && (plan.n_candidates > 1 || gemv_timed)) {
     // Timing waits on the stream, which a stream being captured into a graph must not do.
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
     if (capture == cudaStreamCaptureStatusNone) impl_->tune(plan, key, ops, stream);
   }
-  if (gemv_allowed && (impl_->gemv_policy == GemvPolicy::kAlways || (plan.tuned && plan.gemv))) {
+  if (impl_->uses_gemv(key, plan)) {
     impl_->run_gemv(key, ops, stream);
     return;
   }

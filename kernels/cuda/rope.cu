@@ -1,6 +1,7 @@
-// RoPE kernels (see rope.h). rope_kernel: one CTA per token; the token's cos/sin table goes to shared memory once
-// and serves every head, so sincosf runs head_dim/2 times per token, not per head. The fused variant
-// also finds the token's sequence (warp search over query_start) and writes k and v into the pool.
+// RoPE kernels (see rope.h). rope_kernel: one CTA per token; the token's cos/sin table goes to shared
+// memory once and serves every head, so sincosf runs head_dim/2 times per token, not per head. The fused variant
+// reads a q|k|v projection row, finds the token's sequence (warp search over query_start) and writes
+// k and v into the pool.
 #include "kernels/cuda/rope.h"
 
 #include <cuda_bf16.h>
@@ -54,19 +55,17 @@ __global__ void __launch_bounds__(kThreads)
   rotate_rows(kt, kt, n_kv_heads, half, cos_s, sin_s);
 }
 
-// Token t's q row is read from q_in + t * in_stride and written rotated to q_out (may be q_in when the
-// strides agree); its k and v rows are read at k_in / v_in + t * in_stride (a fused qkv row, or
-// plain k and v with in_stride = n_kv_heads * head_dim and q in place). blockIdx.y picks a group of
-// heads_per_cta heads counted over q heads then KV heads, so a decode step of a few tokens still
-// spreads over many SMs (one CTA per token took ~15 us at batch 1); each CTA computes its token's
-// cos/sin table itself (head_dim / 2 sincosf, cheap next to the rows it moves).
+// One fused projection row per token: qkv[t] = q | k | v. Rotated q goes to q_out, rotated k and plain v
+// into the pools at the token's cache row. blockIdx.y picks a group of heads_per_cta heads counted over
+// q heads then KV heads, so a decode step of a few tokens still spreads over many SMs (one CTA per
+// token took ~15 us at batch 1); each CTA computes its token's cos/sin table itself (head_dim / 2
+// sincosf, cheap next to the rows it moves).
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    rope_write_kv_kernel(T* q_out, const T* q_in, const T* k_in, const T* v_in, long long q_in_stride,
-                         long long kv_in_stride, T* k_cache, T* v_cache, const float* inv_freq,
-                         const int32_t* query_start, const int32_t* positions, const int32_t* block_tables,
-                         int num_seqs, int max_blocks, int num_blocks, int block_size, int n_heads,
-                         int n_kv_heads, int half, int heads_per_cta) {
+    rope_qkv_write_kv_kernel(T* q_out, const T* qkv, T* k_cache, T* v_cache, const float* inv_freq,
+                             const int32_t* query_start, const int32_t* positions, const int32_t* block_tables,
+                             int num_seqs, int max_blocks, int num_blocks, int block_size, int n_heads,
+                             int n_kv_heads, int half, int heads_per_cta) {
   __shared__ float cos_s[kMaxHalf], sin_s[kMaxHalf];
   __shared__ long long row_s;
   const int t = blockIdx.x;
@@ -74,7 +73,11 @@ __global__ void __launch_bounds__(kThreads)
   const int last = min(first + heads_per_cta, n_heads + n_kv_heads);
   const int pos = __ldg(positions + t);
   const int head_dim = 2 * half;
+  const long long q_cols = static_cast<long long>(n_heads) * head_dim;
   const long long token_elems = static_cast<long long>(n_kv_heads) * head_dim;
+  const T* q_in = qkv + t * (q_cols + 2 * token_elems);
+  const T* k_in = q_in + q_cols;
+  const T* v_in = k_in + token_elems;
   const bool writes_kv = last > n_heads;
   if (writes_kv && threadIdx.x < 32) {
     const int seq = cuda_detail::find_seq(query_start, num_seqs, t);
@@ -86,28 +89,27 @@ __global__ void __launch_bounds__(kThreads)
   fill_sincos(pos, inv_freq, half, cos_s, sin_s);
   __syncthreads();
   if (first < n_heads) {
-    const long long h0 = first;
-    rotate_rows(q_out + (static_cast<long long>(t) * n_heads + h0) * head_dim, q_in + t * q_in_stride + h0 * head_dim,
-                min(last, n_heads) - first, half, cos_s, sin_s);
+    const long long off = static_cast<long long>(first) * head_dim;
+    rotate_rows(q_out + t * q_cols + off, q_in + off, min(last, n_heads) - first, half, cos_s, sin_s);
   }
   if (!writes_kv) return;
   const long long row = row_s;
   if (row < 0) return;
   const int k0 = max(first, n_heads) - n_heads, k1 = last - n_heads;
   const long long off = static_cast<long long>(k0) * head_dim;
-  rotate_rows(k_cache + row + off, k_in + t * kv_in_stride + off, k1 - k0, half, cos_s, sin_s);
-  const T* vt = v_in + t * kv_in_stride + off;
+  rotate_rows(k_cache + row + off, k_in + off, k1 - k0, half, cos_s, sin_s);
   T* dst = v_cache + row + off;
   const long long n = static_cast<long long>(k1 - k0) * head_dim;
-  for (long long i = threadIdx.x; i < n; i += blockDim.x) dst[i] = vt[i];
+  for (long long i = threadIdx.x; i < n; i += blockDim.x) dst[i] = v_in[off + i];
 }
 
-// Heads per CTA of rope_write_kv_kernel: small groups while the grid is short of ~4 CTAs per SM.
+// Heads per CTA of rope_qkv_write_kv_kernel: groups of 4 while that keeps the grid within ~16 CTAs per
+// SM of a 132-SM H200 (decode and short prefill steps), all of a token's heads in one CTA beyond.
 int heads_per_cta(int tokens, int heads) {
   constexpr int kSmallGroup = 4;
-  constexpr long long kEnoughCtas = 4 * 132;
-  return static_cast<long long>(tokens) * ((heads + kSmallGroup - 1) / kSmallGroup) <= 4 * kEnoughCtas ? kSmallGroup
-                                                                                                      : heads;
+  constexpr long long kMaxSmallGroupCtas = 16 * 132;
+  return static_cast<long long>(tokens) * ((heads + kSmallGroup - 1) / kSmallGroup) <= kMaxSmallGroupCtas ? kSmallGroup
+                                                                                                          : heads;
 }
 
 void check_rope_dims(int head_dim, DType dt) {
@@ -125,49 +127,17 @@ void launch_rope(void* q, void* k, const int32_t* positions, const float* inv_fr
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
-// Where a launch of rope_write_kv_kernel reads its rows.
-struct RopeSources {
-  void* q_out;
-  const void* q_in;
-  const void* k_in;
-  const void* v_in;
-  long long q_in_stride;
-  long long kv_in_stride;
-};
-
 template <typename T>
-void launch_rope_write_kv(const RopeSources& src, void* k_cache, void* v_cache, const float* inv_freq,
-                          const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, cudaStream_t s) {
+void launch_rope_qkv_write_kv(void* q_out, const void* qkv, void* k_cache, void* v_cache, const float* inv_freq,
+                              const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, cudaStream_t s) {
   const int heads = n_heads + shape.n_kv_heads;
   const int per_cta = heads_per_cta(b.num_tokens, heads);
   const dim3 grid(static_cast<unsigned>(b.num_tokens), static_cast<unsigned>((heads + per_cta - 1) / per_cta));
-  rope_write_kv_kernel<T><<<grid, kThreads, 0, s>>>(
-      static_cast<T*>(src.q_out), static_cast<const T*>(src.q_in), static_cast<const T*>(src.k_in),
-      static_cast<const T*>(src.v_in), src.q_in_stride, src.kv_in_stride, static_cast<T*>(k_cache),
-      static_cast<T*>(v_cache), inv_freq, b.query_start, b.positions, b.block_tables, b.num_seqs,
-      b.max_blocks_per_seq, shape.num_blocks, shape.block_size, n_heads, shape.n_kv_heads, shape.head_dim / 2,
-      per_cta);
+  rope_qkv_write_kv_kernel<T><<<grid, kThreads, 0, s>>>(
+      static_cast<T*>(q_out), static_cast<const T*>(qkv), static_cast<T*>(k_cache), static_cast<T*>(v_cache),
+      inv_freq, b.query_start, b.positions, b.block_tables, b.num_seqs, b.max_blocks_per_seq, shape.num_blocks,
+      shape.block_size, n_heads, shape.n_kv_heads, shape.head_dim / 2, per_cta);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
-}
-
-void rope_write_kv_any(const RopeSources& src, void* k_cache, void* v_cache, const float* inv_freq,
-                       const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, DType dt,
-                       cudaStream_t s, const char* who) {
-  CONVEYOR_CHECK(b.num_tokens >= 0 && b.num_seqs >= 0 && n_heads > 0 && shape.n_kv_heads > 0 &&
-                     shape.num_blocks > 0 && shape.block_size > 0,
-                 who, ": bad shape tokens=", b.num_tokens, " seqs=", b.num_seqs, " n_heads=", n_heads,
-                 " n_kv_heads=", shape.n_kv_heads, " num_blocks=", shape.num_blocks, " block_size=", shape.block_size);
-  check_rope_dims(shape.head_dim, dt);
-  if (b.num_tokens == 0) return;
-  CONVEYOR_CHECK(b.num_seqs > 0, who, ": ", b.num_tokens, " tokens but no sequence");
-  CONVEYOR_CHECK(src.q_out && src.q_in && src.k_in && src.v_in && k_cache && v_cache && inv_freq && b.query_start &&
-                     b.positions && b.block_tables,
-                 who, ": null pointer argument");
-  switch (dt) {
-    case DType::kBF16: return launch_rope_write_kv<__nv_bfloat16>(src, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
-    case DType::kF16: return launch_rope_write_kv<__half>(src, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
-    default: return launch_rope_write_kv<float>(src, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
-  }
 }
 
 }  // namespace
@@ -189,25 +159,26 @@ void rope_cuda(void* q, void* k, const int32_t* positions, const float* inv_freq
   }
 }
 
-void rope_write_kv_cuda(void* q, const void* k, const void* v, void* k_cache, void* v_cache, const float* inv_freq,
-                        const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, DType dt,
-                        cudaStream_t s) {
-  const long long kv = static_cast<long long>(shape.n_kv_heads) * shape.head_dim;
-  const RopeSources src{q, q, k, v, static_cast<long long>(n_heads) * shape.head_dim, kv};
-  rope_write_kv_any(src, k_cache, v_cache, inv_freq, b, shape, n_heads, dt, s, "rope_write_kv_cuda");
-}
-
 void rope_qkv_write_kv_cuda(void* q_out, const void* qkv, void* k_cache, void* v_cache, const float* inv_freq,
                             const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, DType dt,
                             cudaStream_t s) {
-  const long long q_cols = static_cast<long long>(n_heads) * shape.head_dim;
-  const long long kv_cols = static_cast<long long>(shape.n_kv_heads) * shape.head_dim;
-  const long long stride = q_cols + 2 * kv_cols;
-  const size_t es = dtype_size(dt);
-  const char* base = static_cast<const char*>(qkv);
-  const RopeSources src{q_out, qkv, qkv ? base + q_cols * es : nullptr, qkv ? base + (q_cols + kv_cols) * es : nullptr,
-                        stride, stride};
-  rope_write_kv_any(src, k_cache, v_cache, inv_freq, b, shape, n_heads, dt, s, "rope_qkv_write_kv_cuda");
+  CONVEYOR_CHECK(b.num_tokens >= 0 && b.num_seqs >= 0 && n_heads > 0 && shape.n_kv_heads > 0 &&
+                     shape.num_blocks > 0 && shape.block_size > 0,
+                 "rope_qkv_write_kv_cuda: bad shape tokens=", b.num_tokens, " seqs=", b.num_seqs, " n_heads=", n_heads,
+                 " n_kv_heads=", shape.n_kv_heads, " num_blocks=", shape.num_blocks, " block_size=", shape.block_size);
+  check_rope_dims(shape.head_dim, dt);
+  if (b.num_tokens == 0) return;
+  CONVEYOR_CHECK(b.num_seqs > 0, "rope_qkv_write_kv_cuda: ", b.num_tokens, " tokens but no sequence");
+  CONVEYOR_CHECK(q_out && qkv && k_cache && v_cache && inv_freq && b.query_start && b.positions && b.block_tables,
+                 "rope_qkv_write_kv_cuda: null pointer argument");
+  switch (dt) {
+    case DType::kBF16:
+      return launch_rope_qkv_write_kv<__nv_bfloat16>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
+    case DType::kF16:
+      return launch_rope_qkv_write_kv<__half>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
+    default:
+      return launch_rope_qkv_write_kv<float>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
+  }
 }
 
 }  // namespace conveyor

@@ -20,21 +20,10 @@ void rope_cuda(void* q,                  // [tokens, n_heads, head_dim], dt
                const float* inv_freq,     // [head_dim / 2], device fp32
                int tokens, int n_heads, int n_kv_heads, int head_dim, DType dt, cudaStream_t s);
 
-// Rotates q in place and writes rotated k and plain v into the pools at each token's position
-// (k and v themselves are left untouched). Positions outside the block table are not written, as
-// in write_kv_cache_cuda. n_kv_heads and head_dim come from shape.
-void rope_write_kv_cuda(void* q,               // [num_tokens, n_heads, head_dim], dt
-                        const void* k,         // [num_tokens, n_kv_heads, head_dim], dt
-                        const void* v,         // [num_tokens, n_kv_heads, head_dim], dt
-                        void* k_cache,         // [num_blocks, block_size, n_kv_heads, head_dim], dt
-                        void* v_cache,         // [num_blocks, block_size, n_kv_heads, head_dim], dt
-                        const float* inv_freq,  // [head_dim / 2], device fp32
-                        const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, DType dt,
-                        cudaStream_t s);
-
-// The same from one fused projection: qkv [num_tokens, (n_heads + 2 n_kv_heads) * head_dim] holds
-// q | k | v per token (left untouched); rotated q goes to q_out [num_tokens, n_heads, head_dim], rotated
-// k and plain v into the pools.
+// From one fused projection: qkv [num_tokens, (n_heads + 2 n_kv_heads) * head_dim] holds q | k | v per
+// token (left untouched); rotated q goes to q_out [num_tokens, n_heads, head_dim], rotated k and plain v
+// into the pools at each token's position. Positions outside the block table are not written, as in
+// write_kv_cache_cuda. n_kv_heads and head_dim come from shape.
 void rope_qkv_write_kv_cuda(void* q_out, const void* qkv, void* k_cache, void* v_cache, const float* inv_freq,
                             const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, DType dt,
                             cudaStream_t s);

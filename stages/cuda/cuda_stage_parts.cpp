@@ -95,7 +95,8 @@ CudaStageParts make_cuda_stage_parts(const Config& cfg, const ModelSpec& spec, c
   row.in_use = static_cast<double>(total - free);
   const size_t budget = row.left() > 0 ? static_cast<size_t>(row.left()) : 0;
   const int layers = static_cast<int>(share.last_layer - share.first_layer);
-  row.kv_block_bytes = static_cast<double>(KvCache::bytes_needed(std::max(layers, 1), PagedKvShape{1, kv.block_size, kv.n_kv_heads, kv.head_dim}, dt));
+  const PagedKvShape one_block{1, kv.block_size, kv.n_kv_heads, kv.head_dim};
+  row.kv_block_bytes = static_cast<double>(KvCache::bytes_needed(std::max(layers, 1), one_block, dt));
   parts.kv_blocks = KvCache::blocks_that_fit(budget, layers, kv.block_size, kv.n_kv_heads, kv.head_dim, elem);
   row.kv_blocks = parts.kv_blocks;
   return parts;
