@@ -14,15 +14,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/event_timing.h"
 #endif
 
 namespace conveyor {
@@ -45,27 +46,10 @@ void fill_random(Device& dev, void* p, size_t bytes, uint32_t seed) {
     dev.copy_from_host(static_cast<char*>(p) + off, chunk.data(), std::min(chunk_bytes, bytes - off));
 }
 
-// Median seconds of one call: `warmup` calls, then `samples` samples of `calls` back-to-back calls.
-double median_s(const std::function<void(int)>& fn, cudaStream_t s, int samples = 15, int calls = 10, int warmup = 3) {
-  cudaEvent_t a, b;
-  CONVEYOR_CUDA_CHECK(cudaEventCreate(&a));
-  CONVEYOR_CUDA_CHECK(cudaEventCreate(&b));
-  int call = 0;
-  for (int i = 0; i < warmup; ++i) fn(call++);
-  std::vector<double> t;
-  for (int i = 0; i < samples; ++i) {
-    CONVEYOR_CUDA_CHECK(cudaEventRecord(a, s));
-    for (int c = 0; c < calls; ++c) fn(call++);
-    CONVEYOR_CUDA_CHECK(cudaEventRecord(b, s));
-    CONVEYOR_CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CONVEYOR_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1e-3 / calls);
-  }
-  CONVEYOR_CUDA_CHECK(cudaEventDestroy(a));
-  CONVEYOR_CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+// Median seconds of one call (runtime/cuda/event_timing.h), 15 samples by default.
+template <typename Fn>
+double median_s(Fn&& fn, cudaStream_t s, int samples = 15, int calls = 10) {
+  return 1e-6 * median_us(std::forward<Fn>(fn), s, samples, calls);
 }
 
 struct GemmBench {
