@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kernels/cuda/attention.h"
-#include "runtime/cuda/cuda_check.h"
+#include "runtime/core/cuda_check.h"
 
 namespace conveyor {
 namespace {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "kernels/dtype.h"
-#include "runtime/cuda/cuda_check.h"
-#include "runtime/cuda/event_timing.h"
+#include "runtime/core/cuda_check.h"
+#include "runtime/core/event_timing.h"
 
 namespace conveyor::bench {
 

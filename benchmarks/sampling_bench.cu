@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kernels/cuda/sampling.h"
-#include "runtime/cuda/cuda_check.h"
+#include "runtime/core/cuda_check.h"
 
 namespace {
 

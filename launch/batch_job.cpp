@@ -12,14 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/batch_input.h"
-#include "runtime/batch_output.h"
-#include "runtime/chat_template.h"
-#include "runtime/error.h"
-#include "runtime/gguf_file.h"
-#include "runtime/progress.h"
-#include "runtime/signals.h"
-#include "runtime/strings.h"
+#include "runtime/batch/input.h"
+#include "runtime/batch/output.h"
+#include "runtime/batch/progress.h"
+#include "runtime/batch/signals.h"
+#include "runtime/core/error.h"
+#include "runtime/core/strings.h"
+#include "runtime/model/gguf_file.h"
+#include "runtime/tokenizer/chat_template.h"
 
 namespace conveyor {
 

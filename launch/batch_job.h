@@ -10,10 +10,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "runtime/batch_input.h"
-#include "runtime/batch_output.h"
-#include "runtime/config.h"
-#include "runtime/engine.h"
+#include "runtime/batch/input.h"
+#include "runtime/batch/output.h"
+#include "runtime/config/config.h"
+#include "runtime/engine/engine.h"
 
 namespace conveyor {
 

@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "launch/command.h"
-#include "runtime/config_cli.h"
-#include "runtime/error.h"
+#include "runtime/config/cli.h"
+#include "runtime/core/error.h"
 
 namespace po = boost::program_options;
 

@@ -10,14 +10,14 @@
 #include <nlohmann/json.hpp>
 
 #include "launch/command.h"
-#include "launch/doctor_device.h"
-#include "launch/doctor_measure.h"
-#include "runtime/config_cli.h"
-#include "runtime/device.h"
-#include "runtime/error.h"
-#include "runtime/log.h"
-#include "runtime/mpi_runtime.h"
-#include "runtime/process_groups.h"
+#include "runtime/config/cli.h"
+#include "runtime/core/error.h"
+#include "runtime/core/log.h"
+#include "runtime/dist/device.h"
+#include "runtime/dist/link_probe.h"
+#include "runtime/dist/mpi_runtime.h"
+#include "runtime/dist/process_groups.h"
+#include "stages/kernel_probe.h"
 
 namespace po = boost::program_options;
 

@@ -7,13 +7,13 @@
 #include <memory>
 
 #include "launch/command.h"
-#include "runtime/config_cli.h"
-#include "runtime/error.h"
-#include "runtime/gguf_file.h"
-#include "runtime/model_spec.h"
-#include "runtime/strings.h"
-#include "runtime/tokenizer_loading.h"
-#include "runtime/weights_source.h"
+#include "runtime/config/cli.h"
+#include "runtime/core/error.h"
+#include "runtime/core/strings.h"
+#include "runtime/model/gguf_file.h"
+#include "runtime/model/spec.h"
+#include "runtime/model/weights_source.h"
+#include "runtime/tokenizer/loading.h"
 
 namespace po = boost::program_options;
 

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "launch/command.h"
-#include "runtime/error.h"
-#include "runtime/mpi_runtime.h"
-#include "runtime/strings.h"
+#include "runtime/core/error.h"
+#include "runtime/core/strings.h"
+#include "runtime/dist/mpi_runtime.h"
 
 namespace {
 

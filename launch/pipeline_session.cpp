@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/error.h"
-#include "runtime/log.h"
+#include "runtime/core/error.h"
+#include "runtime/core/log.h"
 
 namespace conveyor {
 

@@ -8,14 +8,14 @@
 #include <optional>
 #include <string>
 
-#include "runtime/config.h"
-#include "runtime/device.h"
-#include "runtime/model_spec.h"
-#include "runtime/mpi_runtime.h"
-#include "runtime/process_groups.h"
-#include "runtime/watchdog.h"
-#include "runtime/world_config.h"
-#include "stages/model_runner.h"
+#include "runtime/config/config.h"
+#include "runtime/dist/device.h"
+#include "runtime/dist/mpi_runtime.h"
+#include "runtime/dist/process_groups.h"
+#include "runtime/dist/watchdog.h"
+#include "runtime/dist/world_config.h"
+#include "runtime/engine/model_runner.h"
+#include "runtime/model/spec.h"
 #include "stages/pipeline_stage.h"
 #include "stages/pipeline_trace.h"
 

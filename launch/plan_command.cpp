@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "launch/command.h"
-#include "launch/doctor_measure.h"
-#include "runtime/config_cli.h"
-#include "runtime/error.h"
+#include "runtime/config/cli.h"
+#include "runtime/core/error.h"
+#include "runtime/dist/link_probe.h"
 #include "stages/partitioner.h"
 
 namespace po = boost::program_options;

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/error.h"
-#include "runtime/weights_layout.h"
+#include "runtime/core/error.h"
+#include "runtime/model/weights_layout.h"
 
 namespace conveyor {
 namespace {

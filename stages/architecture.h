@@ -4,7 +4,7 @@
 // on the architecture name. A real structural difference would get its own file next to this one.
 #pragma once
 
-#include "runtime/model_spec.h"
+#include "runtime/model/spec.h"
 #include "stages/backend.h"
 
 namespace conveyor {

@@ -3,7 +3,7 @@
 // (whose all-reduce makes the output whole on every TP rank).
 #pragma once
 
-#include "runtime/communicator.h"
+#include "runtime/dist/communicator.h"
 #include "stages/architecture.h"
 #include "stages/parallel_linear.h"
 #include "stages/weight_bank.h"

@@ -1,7 +1,7 @@
 // The backend-neutral helpers of backend.h.
 #include "stages/backend.h"
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 

@@ -14,8 +14,8 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/dtype.h"
-#include "runtime/host_tensor.h"
-#include "runtime/kv_cache.h"
+#include "runtime/model/host_tensor.h"
+#include "stages/kv_cache.h"
 
 namespace conveyor {
 

@@ -8,10 +8,10 @@
 #include <cmath>
 #include <utility>
 
-#include "runtime/config.h"
-#include "runtime/error.h"
-#include "runtime/weight_loader.h"
-#include "runtime/weights_dummy.h"
+#include "runtime/config/config.h"
+#include "runtime/core/error.h"
+#include "runtime/model/weight_loader.h"
+#include "runtime/model/weights_dummy.h"
 #include "stages/cpu_ops.h"
 
 namespace conveyor {

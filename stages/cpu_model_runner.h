@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/kv_cache.h"
 #include "stages/backend.h"
-#include "stages/model_runner.h"
+#include "stages/kv_cache.h"
+#include "stages/local_model_runner.h"
 #include "stages/stage_model.h"
 
 namespace conveyor {

@@ -12,8 +12,8 @@
 #include <set>
 #include <utility>
 
+#include "runtime/engine/step_plan.h"
 #include "stages/backend.h"
-#include "stages/step_plan.h"
 
 namespace conveyor {
 

@@ -2,7 +2,7 @@
 // is the only state between layers (and between pipeline stages), updated in place.
 #pragma once
 
-#include "runtime/communicator.h"
+#include "runtime/dist/communicator.h"
 #include "stages/attention.h"
 #include "stages/mlp.h"
 

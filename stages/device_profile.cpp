@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "runtime/error.h"
-#include "runtime/strings.h"
+#include "runtime/core/error.h"
+#include "runtime/core/strings.h"
 
 namespace conveyor {
 namespace {

@@ -3,7 +3,7 @@
 // row-parallel down projection, whose all-reduce makes the output whole.
 #pragma once
 
-#include "runtime/communicator.h"
+#include "runtime/dist/communicator.h"
 #include "stages/architecture.h"
 #include "stages/parallel_linear.h"
 #include "stages/weight_bank.h"

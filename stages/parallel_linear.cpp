@@ -7,7 +7,7 @@
 #include <limits>
 #include <utility>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 namespace {

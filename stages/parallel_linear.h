@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "runtime/communicator.h"
+#include "runtime/dist/communicator.h"
 #include "stages/backend.h"
 
 namespace conveyor {

@@ -8,8 +8,8 @@
 #include <limits>
 #include <sstream>
 
-#include "runtime/error.h"
-#include "runtime/strings.h"
+#include "runtime/core/error.h"
+#include "runtime/core/strings.h"
 #include "stages/decode_graphs.h"
 
 namespace conveyor {

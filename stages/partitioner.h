@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/model_spec.h"
+#include "runtime/model/spec.h"
 #include "stages/device_profile.h"
 
 namespace conveyor {

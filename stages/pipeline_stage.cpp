@@ -14,13 +14,13 @@
 #include <thread>
 #include <utility>
 
-#include "runtime/config.h"
-#include "runtime/error.h"
-#include "runtime/mpi_communicator.h"
-#include "runtime/process_groups.h"
-#include "runtime/weight_loader.h"
-#include "runtime/weights_dummy.h"
-#include "runtime/world_config.h"
+#include "runtime/config/config.h"
+#include "runtime/core/error.h"
+#include "runtime/dist/mpi_communicator.h"
+#include "runtime/dist/process_groups.h"
+#include "runtime/dist/world_config.h"
+#include "runtime/model/weight_loader.h"
+#include "runtime/model/weights_dummy.h"
 #include "stages/architecture.h"
 #include "stages/cpu_ops.h"
 #include "stages/memory_table.h"

@@ -14,12 +14,12 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/communicator.h"
-#include "runtime/device.h"
-#include "runtime/kv_cache.h"
-#include "runtime/watchdog.h"
+#include "runtime/dist/communicator.h"
+#include "runtime/dist/device.h"
+#include "runtime/dist/watchdog.h"
+#include "runtime/engine/model_runner.h"
 #include "stages/backend.h"
-#include "stages/model_runner.h"
+#include "stages/kv_cache.h"
 #include "stages/pipeline_trace.h"
 #include "stages/plan_sampler.h"
 #include "stages/stage_model.h"

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 

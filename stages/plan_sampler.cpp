@@ -1,8 +1,7 @@
 // PlanSampler (see plan_sampler.h).
 #include "stages/plan_sampler.h"
 
-#include "runtime/error.h"
-#include "stages/model_runner.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 
@@ -62,21 +61,5 @@ class CpuStageSampler final : public StageSampler {
 }  // namespace
 
 std::unique_ptr<StageSampler> make_cpu_stage_sampler(int64_t vocab) { return std::make_unique<CpuStageSampler>(vocab); }
-
-void LocalModelRunner::submit(const StepPlan& plan) {
-  sampler_.apply(plan);
-  forward(plan, &logits_);
-  const int64_t vocab = spec().vocab;
-  CONVEYOR_CHECK(logits_.size() == plan.num_logits() * static_cast<size_t>(vocab), "runner returned ", logits_.size(),
-                 " logits for ", plan.num_logits(), " rows of vocab ", vocab);
-  done_.push_back(sampler_.sample(plan, logits_.data(), vocab));
-}
-
-StepResult LocalModelRunner::wait() {
-  CONVEYOR_CHECK(!done_.empty(), "internal: wait() with no plan submitted");
-  StepResult r = std::move(done_.front());
-  done_.pop_front();
-  return r;
-}
 
 }  // namespace conveyor

@@ -12,9 +12,9 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/sampler.h"
+#include "runtime/engine/step_plan.h"
+#include "runtime/sampling/sampler.h"
 #include "stages/backend.h"
-#include "stages/step_plan.h"
 
 namespace conveyor {
 

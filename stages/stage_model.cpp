@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 

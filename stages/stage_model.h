@@ -6,12 +6,12 @@
 
 #include <vector>
 
-#include "runtime/communicator.h"
-#include "runtime/kv_cache.h"
-#include "runtime/weight_loader.h"
+#include "runtime/dist/communicator.h"
+#include "runtime/engine/step_plan.h"
+#include "runtime/model/weight_loader.h"
 #include "stages/decode_graphs.h"
 #include "stages/decoder_layer.h"
-#include "stages/step_plan.h"
+#include "stages/kv_cache.h"
 
 namespace conveyor {
 

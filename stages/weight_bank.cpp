@@ -5,8 +5,8 @@
 #include <set>
 #include <utility>
 
-#include "runtime/error.h"
-#include "runtime/strings.h"
+#include "runtime/core/error.h"
+#include "runtime/core/strings.h"
 
 namespace conveyor {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/weight_set.h"
+#include "runtime/model/weight_set.h"
 #include "stages/backend.h"
 
 namespace conveyor {

@@ -3,7 +3,7 @@
 
 #include <cstddef>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 

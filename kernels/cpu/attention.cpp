@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 namespace {

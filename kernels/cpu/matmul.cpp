@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
 #define CONVEYOR_MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 namespace {

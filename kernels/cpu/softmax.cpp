@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 namespace {

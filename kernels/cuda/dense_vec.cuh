@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "kernels/dtype.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace conveyor::cuda_detail {
 

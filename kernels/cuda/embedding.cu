@@ -3,7 +3,7 @@
 #include "kernels/cuda/embedding.h"
 
 #include "kernels/cuda/dense_vec.cuh"
-#include "runtime/cuda/cuda_check.h"
+#include "runtime/core/cuda_check.h"
 
 namespace conveyor {
 namespace {

@@ -14,18 +14,7 @@
 
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemv.h"
-#include "runtime/cuda/cuda_check.h"
-
-#define CONVEYOR_CUBLAS_CHECK(expr)                                                                  \
-  do {                                                                                               \
-    cublasStatus_t conveyor_cublas_rc_ = (expr);                                                     \
-    if (conveyor_cublas_rc_ != CUBLAS_STATUS_SUCCESS) {                                              \
-      ::conveyor::throw_error(::conveyor::detail::concat("cuBLASLt call failed: " #expr " — ",       \
-                                                         cublasLtGetStatusName(conveyor_cublas_rc_), \
-                                                         ": ", cublasLtGetStatusString(conveyor_cublas_rc_)), \
-                              __FILE__, __LINE__);                                                   \
-    }                                                                                                \
-  } while (0)
+#include "runtime/core/cuda_check.h"
 
 namespace conveyor {
 namespace {

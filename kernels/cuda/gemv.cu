@@ -20,7 +20,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/dense_vec.cuh"
-#include "runtime/cuda/cuda_check.h"
+#include "runtime/core/cuda_check.h"
 
 namespace conveyor {
 namespace {

@@ -8,8 +8,8 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/attention_device.cuh"
-#include "runtime/cuda/cuda_check.h"
-#include "runtime/error.h"
+#include "runtime/core/cuda_check.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 namespace {

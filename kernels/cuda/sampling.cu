@@ -17,8 +17,8 @@
 #include <climits>
 #include <limits>
 
-#include "runtime/cuda/cuda_check.h"
-#include "runtime/error.h"
+#include "runtime/core/cuda_check.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 

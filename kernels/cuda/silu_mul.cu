@@ -4,7 +4,7 @@
 #include "kernels/cuda/silu_mul.h"
 
 #include "kernels/cuda/dense_vec.cuh"
-#include "runtime/cuda/cuda_check.h"
+#include "runtime/core/cuda_check.h"
 
 namespace conveyor {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <utility>
 
-#include "runtime/cuda/cuda_check.h"
-#include "runtime/strings.h"
+#include "runtime/core/cuda_check.h"
+#include "runtime/core/strings.h"
 
 namespace conveyor {
 

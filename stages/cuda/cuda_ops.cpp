@@ -23,7 +23,7 @@
 #include "kernels/cuda/rms_norm.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/silu_mul.h"
-#include "runtime/cuda/cuda_check.h"
+#include "runtime/core/cuda_check.h"
 #include "stages/cuda/cuda_memory.h"
 
 namespace conveyor {

@@ -6,12 +6,12 @@
 
 #include <algorithm>
 
-#include "runtime/error.h"
-#include "runtime/kv_cache.h"
-#include "runtime/strings.h"
+#include "runtime/core/error.h"
+#include "runtime/core/strings.h"
 #include "stages/architecture.h"
 #include "stages/cuda/cuda_ops.h"
 #include "stages/cuda/cuda_stage_sampler.h"
+#include "stages/kv_cache.h"
 
 namespace conveyor {
 namespace {

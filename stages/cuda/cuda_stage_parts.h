@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "runtime/config.h"
-#include "runtime/model_spec.h"
-#include "runtime/weight_loader.h"
+#include "runtime/config/config.h"
+#include "runtime/model/spec.h"
+#include "runtime/model/weight_loader.h"
 #include "stages/backend.h"
 #include "stages/memory_table.h"
 #include "stages/plan_sampler.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/cuda/sampling.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 namespace {

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "kernels/cuda/sampling.h"
-#include "runtime/sampling_params.h"
+#include "runtime/sampling/params.h"
 #include "stages/plan_sampler.h"
 
 namespace conveyor {

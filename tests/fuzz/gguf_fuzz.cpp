@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/error.h"
-#include "runtime/gguf_dequant.h"
-#include "runtime/gguf_file.h"
+#include "runtime/core/error.h"
+#include "runtime/model/gguf_dequant.h"
+#include "runtime/model/gguf_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

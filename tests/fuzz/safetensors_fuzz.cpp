@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/error.h"
-#include "runtime/safetensors_file.h"
+#include "runtime/core/error.h"
+#include "runtime/model/safetensors_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels/dtype.h"
-#include "runtime/cuda/cuda_check.h"
+#include "runtime/core/cuda_check.h"
 
 namespace conveyor::testing {
 

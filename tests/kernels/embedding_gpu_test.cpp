@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/embedding.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 #include "tests/kernels/dense_test_util.h"
 #include "tests/support/test_support.h"
 

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {

@@ -13,7 +13,7 @@
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cuda/gemv.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 #include "tests/kernels/dense_test_util.h"
 #include "tests/support/test_support.h"
 

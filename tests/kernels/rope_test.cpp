@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {

@@ -12,9 +12,9 @@
 #include <random>
 #include <sstream>
 
-#include "runtime/cuda/cuda_check.h"
-#include "runtime/error.h"
-#include "runtime/sampler.h"
+#include "runtime/core/cuda_check.h"
+#include "runtime/core/error.h"
+#include "runtime/sampling/sampler.h"
 #include "stages/cuda/cuda_stage_sampler.h"
 #include "tests/support/test_support.h"
 

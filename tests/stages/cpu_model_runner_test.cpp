@@ -4,11 +4,11 @@
 
 #include <cmath>
 
-#include "runtime/config.h"
-#include "runtime/kv_cache.h"
-#include "runtime/model_spec.h"
+#include "runtime/config/config.h"
+#include "runtime/model/spec.h"
 #include "stages/cpu_model_runner.h"
-#include "tests/runtime/formats_test_util.h"
+#include "stages/kv_cache.h"
+#include "tests/runtime/model/formats_test_util.h"
 #include "tests/stages/runner_test_util.h"
 #include "tests/support/test_support.h"
 

@@ -19,10 +19,10 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/cpu/softmax.h"
-#include "runtime/block_allocator.h"
-#include "runtime/model_spec.h"
-#include "runtime/weight_loader.h"
-#include "runtime/weights_source.h"
+#include "runtime/engine/block_allocator.h"
+#include "runtime/model/spec.h"
+#include "runtime/model/weight_loader.h"
+#include "runtime/model/weights_source.h"
 #include "stages/cuda/cuda_ops.h"
 #include "stages/stage_model.h"
 #include "tests/support/test_support.h"

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/model_spec.h"
+#include "runtime/model/spec.h"
 #include "stages/cpu_ops.h"
 #include "stages/cuda/cuda_ops.h"
-#include "tests/runtime/formats_test_util.h"
+#include "tests/runtime/model/formats_test_util.h"
 #include "tests/stages/gpu_tie_rule.h"
 #include "tests/stages/model_driver.h"
 #include "tests/support/test_support.h"

@@ -7,7 +7,7 @@
 
 #include <fstream>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/model_spec.h"
+#include "runtime/model/spec.h"
 #include "stages/cpu_model_runner.h"
-#include "tests/runtime/formats_test_util.h"
+#include "tests/runtime/model/formats_test_util.h"
 #include "tests/stages/runner_test_util.h"
 #include "tests/support/test_support.h"
 

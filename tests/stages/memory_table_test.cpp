@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 namespace {

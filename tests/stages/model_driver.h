@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "kernels/cpu/softmax.h"
-#include "runtime/block_allocator.h"
-#include "runtime/model_spec.h"
-#include "runtime/weight_loader.h"
-#include "runtime/weights_source.h"
+#include "runtime/engine/block_allocator.h"
+#include "runtime/model/spec.h"
+#include "runtime/model/weight_loader.h"
+#include "runtime/model/weights_source.h"
 #include "stages/cuda/cuda_stage_sampler.h"
 #include "stages/plan_sampler.h"
 #include "stages/stage_model.h"

@@ -13,7 +13,7 @@
 #include <numeric>
 #include <random>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {

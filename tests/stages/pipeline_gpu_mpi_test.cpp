@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "runtime/config.h"
-#include "runtime/device.h"
-#include "runtime/engine.h"
-#include "runtime/model_spec.h"
-#include "runtime/process_groups.h"
-#include "runtime/world_config.h"
+#include "runtime/config/config.h"
+#include "runtime/dist/device.h"
+#include "runtime/dist/process_groups.h"
+#include "runtime/dist/world_config.h"
+#include "runtime/engine/engine.h"
+#include "runtime/model/spec.h"
 #include "stages/architecture.h"
 #include "stages/cpu_model_runner.h"
 #include "stages/pipeline_stage.h"

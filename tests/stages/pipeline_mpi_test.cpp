@@ -16,14 +16,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/config.h"
-#include "runtime/engine.h"
-#include "runtime/model_spec.h"
-#include "runtime/process_groups.h"
-#include "runtime/world_config.h"
+#include "runtime/config/config.h"
+#include "runtime/dist/process_groups.h"
+#include "runtime/dist/world_config.h"
+#include "runtime/engine/engine.h"
+#include "runtime/model/spec.h"
 #include "stages/architecture.h"
+#include "stages/local_model_runner.h"
 #include "stages/pipeline_stage.h"
-#include "tests/runtime/formats_test_util.h"
+#include "tests/runtime/model/formats_test_util.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {

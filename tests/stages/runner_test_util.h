@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "kernels/cpu/softmax.h"
-#include "runtime/block_allocator.h"
-#include "runtime/config.h"
-#include "runtime/error.h"
-#include "stages/model_runner.h"
+#include "runtime/config/config.h"
+#include "runtime/core/error.h"
+#include "runtime/engine/block_allocator.h"
+#include "stages/local_model_runner.h"
 
 namespace conveyor::testing {
 

@@ -9,9 +9,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "runtime/mpi_communicator.h"
-#include "runtime/model_spec.h"
-#include "runtime/weight_loader.h"
+#include "runtime/dist/mpi_communicator.h"
+#include "runtime/model/spec.h"
+#include "runtime/model/weight_loader.h"
 #include "stages/cpu_ops.h"
 #include "stages/stage_model.h"
 #include "tests/stages/runner_test_util.h"

@@ -10,9 +10,9 @@
 #include <map>
 #include <memory>
 
-#include "runtime/weights_dummy.h"
+#include "runtime/model/weights_dummy.h"
 #include "stages/cpu_ops.h"
-#include "tests/runtime/formats_test_util.h"
+#include "tests/runtime/model/formats_test_util.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {

@@ -3,8 +3,8 @@
 // element is compared with the result computed on the host.
 #pragma once
 
-#include "runtime/communicator.h"
-#include "runtime/device.h"
+#include "runtime/dist/communicator.h"
+#include "runtime/dist/device.h"
 
 namespace conveyor::testing {
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 #include "tests/support/gpu_presence.h"
 #include "tests/support/test_support.h"
 

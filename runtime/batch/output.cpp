@@ -1,0 +1,382 @@
+// Batch output records, manifest and the durable append-only writer (see batch_output.h). Each line is
+// written with a single write(2) on an O_APPEND descriptor, so a kill leaves at most one torn line at
+// the end, which open() detects (no newline or not JSON) and truncates away.
+#include "runtime/batch/output.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <random>
+
+#include "runtime/core/error.h"
+#include "runtime/core/sha256.h"
+
+namespace conveyor {
+
+namespace {
+
+using nlohmann::json;
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool file_exists(const std::string& path, off_t* size) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  if (size) *size = st.st_size;
+  return true;
+}
+
+// Length of the valid UTF-8 sequence at s[i], or 0 when s[i] starts an invalid subpart.
+size_t utf8_sequence_length(const std::string& s, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char b = byte(i);
+  if (b < 0x80) return 1;
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte (Unicode table 3-7)
+  if (b >= 0xC2 && b <= 0xDF) {
+    n = 2;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    n = 3;
+    if (b == 0xE0) lo = 0xA0;
+    if (b == 0xED) hi = 0x9F;  // no surrogates
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    n = 4;
+    if (b == 0xF0) lo = 0x90;
+    if (b == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  for (size_t k = 1; k < n; ++k) {
+    if (i + k >= s.size()) return 0;
+    unsigned char c = byte(i + k);
+    if (k == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) return 0;
+  }
+  return n;
+}
+
+// How many bytes of the invalid subpart at s[i] to replace with one U+FFFD: the lead byte plus the
+// continuation bytes that still fitted a valid prefix ("maximal subpart", Unicode 3.9 / W3C).
+size_t invalid_subpart_length(const std::string& s, size_t i) {
+  unsigned char b = static_cast<unsigned char>(s[i]);
+  size_t n = (b >= 0xC2 && b <= 0xDF) ? 2 : (b >= 0xE0 && b <= 0xEF) ? 3 : (b >= 0xF0 && b <= 0xF4) ? 4 : 1;
+  size_t k = 1;
+  for (; k < n && i + k < s.size(); ++k) {
+    unsigned char c = static_cast<unsigned char>(s[i + k]);
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (k == 1 && b == 0xE0) lo = 0xA0;
+    if (k == 1 && b == 0xED) hi = 0x9F;
+    if (k == 1 && b == 0xF0) lo = 0x90;
+    if (k == 1 && b == 0xF4) hi = 0x8F;
+    if (c < lo || c > hi) break;
+  }
+  return k;
+}
+
+json usage(int64_t prompt, int64_t completion) {
+  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+}
+
+[[noreturn]] void throw_errno(const std::string& what, const std::string& path) {
+  CONVEYOR_THROW(what, " '", path, "' failed: ", std::strerror(errno),
+                 "; check that the directory exists, is writable and has free space");
+}
+
+}  // namespace
+
+std::string sanitize_utf8(const std::string& bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  size_t i = 0;
+  while (i < bytes.size()) {
+    size_t n = utf8_sequence_length(bytes, i);
+    if (n > 0) {
+      out.append(bytes, i, n);
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      i += invalid_subpart_length(bytes, i);
+    }
+  }
+  return out;
+}
+
+std::string random_id(const std::string& prefix) {
+  // Seeded once per process from the OS and the clock; ids only need to be unique, not secret.
+  static std::mt19937_64 rng(std::random_device{}() ^
+                             static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
+  static const char* kHex = "0123456789abcdef";
+  std::string id = prefix;
+  for (int part = 0; part < 2; ++part) {
+    uint64_t v = rng();
+    for (int k = 0; k < 16; ++k) id.push_back(kHex[(v >> (4 * k)) & 0xf]);
+  }
+  return id;
+}
+
+json make_result_record(const BatchResult& r, const std::string& request_id) {
+  bool chat = r.endpoint == Endpoint::kChatCompletions;
+  std::string text = sanitize_utf8(r.text);
+  json choice = {{"index", 0}};
+  if (chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  choice["finish_reason"] = r.finish_reason;
+  choice["logprobs"] = r.logprobs;
+  choice["token_ids"] = r.token_ids;
+  int64_t created = r.created != 0 ? r.created : static_cast<int64_t>(std::time(nullptr));
+  json body = {{"id", random_id(chat ? "chatcmpl-" : "cmpl-")},
+               {"object", chat ? "chat.completion" : "text_completion"},
+               {"created", created},
+               {"model", r.model},
+               {"choices", json::array({choice})},
+               {"usage", usage(r.prompt_tokens, static_cast<int64_t>(r.token_ids.size()))}};
+  return {{"id", random_id("batch_req_")},
+          {"custom_id", r.custom_id},
+          {"response", {{"status_code", 200}, {"request_id", request_id}, {"body", body}}},
+          {"error", nullptr}};
+}
+
+json make_error_record(const std::optional<std::string>& custom_id, int64_t line, int status_code,
+                       const std::string& message, const std::string& request_id) {
+  json error = {{"message", sanitize_utf8(message)},
+                {"type", status_code < 500 ? "invalid_request_error" : "server_error"},
+                {"param", nullptr},
+                {"code", nullptr}};
+  json id = custom_id ? json(sanitize_utf8(*custom_id)) : json(nullptr);
+  return {{"id", random_id("batch_req_")},
+          {"custom_id", id},
+          {"response", {{"status_code", status_code}, {"request_id", request_id}, {"body", {{"error", error}}}}},
+          {"error", nullptr},
+          {"line", line}};
+}
+
+// ---- manifest -------------------------------------------------------------------------------------
+
+json BatchManifest::to_json() const {
+  return {{"input", input_path},
+          {"input_sha256", input_sha256},
+          {"model", model},
+          {"sampling_defaults", sampling_defaults},
+          {"conveyor_version", conveyor_version}};
+}
+
+BatchManifest BatchManifest::from_json(const json& j, const std::string& origin) {
+  BatchManifest m;
+  try {
+    m.input_path = j.at("input").get<std::string>();
+    m.input_sha256 = j.at("input_sha256").get<std::string>();
+    m.model = j.at("model").get<std::string>();
+    m.sampling_defaults = j.at("sampling_defaults");
+    m.conveyor_version = j.at("conveyor_version").get<std::string>();
+  } catch (const json::exception& e) {
+    CONVEYOR_THROW("manifest '", origin, "' is incomplete (", e.what(),
+                   "); delete it together with the output to start the job over");
+  }
+  return m;
+}
+
+std::vector<std::string> BatchManifest::differences(const BatchManifest& previous) const {
+  std::vector<std::string> out;
+  if (input_sha256 != previous.input_sha256) {
+    out.push_back(detail::concat("the input differs: '", input_path, "' has sha256 ", input_sha256,
+                                 ", the earlier run read '", previous.input_path, "' with sha256 ",
+                                 previous.input_sha256));
+  }
+  if (model != previous.model) {
+    out.push_back(detail::concat("the model differs: now '", model, "', earlier '", previous.model, "'"));
+  }
+  if (sampling_defaults != previous.sampling_defaults) {
+    out.push_back(detail::concat("the sampling defaults differ: now ", sampling_defaults.dump(), ", earlier ",
+                                 previous.sampling_defaults.dump()));
+  }
+  return out;
+}
+
+std::string manifest_path_for(const std::string& output_path) { return output_path + ".manifest.json"; }
+
+BatchManifest make_manifest(const std::string& input_path, const std::string& model,
+                            const json& sampling_defaults) {
+  BatchManifest m;
+  m.input_path = input_path;
+  m.input_sha256 = sha256_file(input_path);
+  m.model = model;
+  m.sampling_defaults = sampling_defaults;
+  m.conveyor_version = CONVEYOR_VERSION;
+  return m;
+}
+
+namespace {
+
+// Writes the manifest through a temporary file and rename, so a kill never leaves half a manifest.
+void write_manifest(const BatchManifest& m, const std::string& path) {
+  std::string tmp = path + ".tmp";
+  std::string text = m.to_json().dump(2) + "\n";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw_errno("creating the manifest", tmp);
+  ssize_t n = ::write(fd, text.data(), text.size());
+  bool ok = n == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) throw_errno("writing the manifest", tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno("renaming the manifest into", path);
+}
+
+void check_or_write_manifest(const BatchOutputOptions& o) {
+  std::string path = manifest_path_for(o.output_path);
+  off_t output_size = 0;
+  bool output_exists = file_exists(o.output_path, &output_size);
+  if (!file_exists(path, nullptr)) {
+    CONVEYOR_CHECK(!output_exists || output_size == 0, "the output '", o.output_path,
+                   "' already has content but no manifest '", path,
+                   "', so conveyor cannot tell which job wrote it; choose another --output or move that file away");
+    write_manifest(o.manifest, path);
+    return;
+  }
+  std::ifstream in(path);
+  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  CONVEYOR_CHECK(!j.is_discarded() && j.is_object(), "the manifest '", path,
+                 "' is not valid JSON; delete it together with the output to start the job over");
+  BatchManifest previous = BatchManifest::from_json(j, path);
+  std::vector<std::string> diffs = o.manifest.differences(previous);
+  if (!diffs.empty()) {
+    std::string list;
+    for (const auto& d : diffs) list += "\n  " + d;
+    CONVEYOR_THROW("refusing to resume into '", o.output_path, "': it belongs to a different job:", list,
+                   "\nRerun with the original input and model, or choose another --output (or delete '",
+                   o.output_path, "' and '", path, "') to start over.");
+  }
+}
+
+}  // namespace
+
+// ---- writer ---------------------------------------------------------------------------------------
+
+BatchOutputWriter::BatchOutputWriter(BatchOutputOptions options) : options_(std::move(options)) {
+  CONVEYOR_CHECK(!options_.output_path.empty(), "no output path given; pass --output results.jsonl");
+  if (options_.errors_path.empty()) options_.errors_path = options_.output_path + ".errors.jsonl";
+  CONVEYOR_CHECK(options_.errors_path != options_.output_path, "the error file and the output are the same file '",
+                 options_.output_path, "'; give a different --errors path");
+  check_or_write_manifest(options_);
+  output_.path = options_.output_path;
+  errors_.path = options_.errors_path;
+  open_file(&output_, /*is_output=*/true);
+  open_file(&errors_, /*is_output=*/false);
+  last_sync_s_ = now_s();
+}
+
+BatchOutputWriter::~BatchOutputWriter() {
+  try {
+    close();
+  } catch (...) {
+    // A destructor must not throw; close() was the place to see the error.
+  }
+}
+
+// Reads the existing lines: ids go into done_, a torn last line is truncated away. A bad line that is
+// not the last one means the file was edited or corrupted: stop rather than guess.
+void BatchOutputWriter::open_file(File* f, bool is_output) {
+  off_t good_end = 0;
+  int64_t line_no = 0;
+  {
+    std::ifstream in(f->path, std::ios::binary);
+    std::string text;
+    off_t offset = 0;
+    while (in.good() && std::getline(in, text)) {
+      ++line_no;
+      bool has_newline = !in.eof();
+      json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+      bool ok = has_newline && !j.is_discarded() && j.is_object();
+      if (!ok) {
+        in.peek();
+        CONVEYOR_CHECK(in.eof(), "'", f->path, "' line ", line_no,
+                       " is not a complete JSON record but more lines follow; the file was edited or corrupted. "
+                       "Fix or delete that line, then rerun to resume");
+        break;
+      }
+      offset += static_cast<off_t>(text.size()) + 1;
+      good_end = offset;
+      auto id = j.find("custom_id");
+      if (id != j.end() && id->is_string()) done_.insert(id->get<std::string>());
+      if (is_output) {
+        ++resumed_results_;
+      } else if (j.contains("line") && j["line"].is_number_integer() && j["line"].get<int64_t>() > 0) {
+        error_keys_.insert("line:" + std::to_string(j["line"].get<int64_t>()));
+      }
+    }
+  }
+  f->fd = ::open(f->path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (f->fd < 0) throw_errno("opening", f->path);
+  off_t size = ::lseek(f->fd, 0, SEEK_END);
+  if (size > good_end) {
+    dropped_torn_bytes_ += size - good_end;
+    if (::ftruncate(f->fd, good_end) != 0) throw_errno("truncating the torn last line of", f->path);
+    if (::fsync(f->fd) != 0) throw_errno("syncing", f->path);
+  }
+}
+
+void BatchOutputWriter::append_line(File* f, const json& record) {
+  CONVEYOR_CHECK(f->fd >= 0, "writing to '", f->path, "' after close()");
+  std::string line = record.dump() + "\n";
+  size_t done = 0;
+  while (done < line.size()) {
+    ssize_t n = ::write(f->fd, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;  // a stop signal arrived mid-write: finish the line
+    if (n < 0) throw_errno("appending to", f->path);
+    done += static_cast<size_t>(n);
+  }
+  f->dirty = true;
+  sync_if_due();
+}
+
+void BatchOutputWriter::write_result(const BatchResult& r) {
+  append_line(&output_, make_result_record(r, random_id("req_")));
+  done_.insert(r.custom_id);
+  ++results_written_;
+}
+
+void BatchOutputWriter::write_error(const std::optional<std::string>& custom_id, int64_t line,
+                                    const std::string& message, int status_code) {
+  std::string key = "line:" + std::to_string(line);
+  if (line > 0 && error_keys_.count(key)) return;  // written by an earlier run of the same input
+  append_line(&errors_, make_error_record(custom_id, line, status_code, message, random_id("req_")));
+  if (line > 0) error_keys_.insert(key);
+  if (custom_id) done_.insert(*custom_id);
+  ++errors_written_;
+}
+
+void BatchOutputWriter::sync_if_due() {
+  if (now_s() - last_sync_s_ >= options_.fsync_interval) sync();
+}
+
+void BatchOutputWriter::sync() {
+  for (File* f : {&output_, &errors_}) {
+    if (f->fd >= 0 && f->dirty) {
+      if (::fsync(f->fd) != 0) throw_errno("syncing", f->path);
+      f->dirty = false;
+    }
+  }
+  last_sync_s_ = now_s();
+}
+
+void BatchOutputWriter::close() {
+  if (output_.fd < 0 && errors_.fd < 0) return;
+  sync();
+  for (File* f : {&output_, &errors_}) {
+    if (f->fd >= 0 && ::close(f->fd) != 0) {
+      f->fd = -1;
+      throw_errno("closing", f->path);
+    }
+    f->fd = -1;
+  }
+}
+
+}  // namespace conveyor

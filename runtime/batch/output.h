@@ -1,0 +1,124 @@
+// Durable, resumable output of an offline batch job: OpenAI Batch output lines appended one per
+// finished request (written with one write(2) each, fsync'd at least every fsync_interval seconds and
+// at close), an error file in the OpenAI error shape, and a manifest <output>.manifest.json that ties
+// the output to its input (SHA-256), model and sampling defaults. Invariant after open(): both files end
+// in a newline and hold only complete JSON lines; a torn last line left by a killed run is cut off.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/batch/input.h"
+
+namespace conveyor {
+
+// Replaces every maximal invalid UTF-8 subpart with U+FFFD (as decoders do), so text cut inside a
+// character still dumps as JSON (nlohmann throws on invalid UTF-8).
+std::string sanitize_utf8(const std::string& bytes);
+
+// One finished request as the engine reports it.
+struct BatchResult {
+  std::string custom_id;
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::string model;
+  std::string text;                // may end inside a UTF-8 character
+  std::vector<int32_t> token_ids;  // generated ids
+  std::string finish_reason;       // "stop" or "length"
+  int64_t prompt_tokens = 0;
+  nlohmann::json logprobs;         // null, or the OpenAI-shaped logprobs object
+  int64_t created = 0;             // unix seconds; 0: now
+};
+
+// The OpenAI Batch output line for `r` ({id, custom_id, response{status_code, request_id, body}, error}).
+nlohmann::json make_result_record(const BatchResult& r, const std::string& request_id);
+// An error line: response{status_code, request_id, body{error{message, type, param, code}}}, error null,
+// plus "line" (the input line, 0 when unknown) so a user can find it.
+nlohmann::json make_error_record(const std::optional<std::string>& custom_id, int64_t line, int status_code,
+                                 const std::string& message, const std::string& request_id);
+// A fresh random id with a prefix: "batch_req_" + 32 hex digits.
+std::string random_id(const std::string& prefix);
+
+// What a resume must agree on.
+struct BatchManifest {
+  std::string input_path;
+  std::string input_sha256;
+  std::string model;
+  nlohmann::json sampling_defaults = nlohmann::json::object();
+  std::string conveyor_version;
+
+  nlohmann::json to_json() const;
+  static BatchManifest from_json(const nlohmann::json& j, const std::string& origin);
+  // Human sentences for each field that differs in a way that forbids resuming (input, model,
+  // sampling defaults); empty when a resume is allowed. The version may differ.
+  std::vector<std::string> differences(const BatchManifest& previous) const;
+};
+std::string manifest_path_for(const std::string& output_path);  // "<output>.manifest.json"
+// The manifest of a job: hashes the input file.
+BatchManifest make_manifest(const std::string& input_path, const std::string& model,
+                            const nlohmann::json& sampling_defaults);
+
+struct BatchOutputOptions {
+  std::string output_path;
+  std::string errors_path;       // "" -> <output>.errors.jsonl
+  double fsync_interval = 2.0;   // seconds; 0 syncs every line
+  BatchManifest manifest;
+};
+
+// Appends results and errors; not thread-safe (the leader owns it).
+class BatchOutputWriter {
+ public:
+  // Creates the files, or resumes them: checks the manifest (refusing a different input, model or
+  // sampling defaults), drops a torn last line and collects the ids already written.
+  explicit BatchOutputWriter(BatchOutputOptions options);
+  ~BatchOutputWriter();  // close() that swallows errors; call close() to see them
+  BatchOutputWriter(const BatchOutputWriter&) = delete;
+  BatchOutputWriter& operator=(const BatchOutputWriter&) = delete;
+
+  // Ids with a line in the output or the error file from earlier runs; the job skips them.
+  bool is_done(const std::string& custom_id) const { return done_.count(custom_id) > 0; }
+  const std::unordered_set<std::string>& done_ids() const { return done_; }
+  int64_t resumed_results() const { return resumed_results_; }  // output lines found at open
+  int64_t dropped_torn_bytes() const { return dropped_torn_bytes_; }
+  const std::string& errors_path() const { return options_.errors_path; }
+
+  void write_result(const BatchResult& r);
+  // An invalid input line (validation) or a failed request. A line already in the error file from an
+  // earlier run (same custom_id, or same line number when it has none) is not written twice.
+  void write_error(const std::optional<std::string>& custom_id, int64_t line, const std::string& message,
+                   int status_code = 400);
+  void write_error(const BatchLineError& e) { write_error(e.custom_id, e.line, e.reason); }
+
+  // fsyncs when fsync_interval has passed since the last sync; the engine may call it when idle.
+  void sync_if_due();
+  void sync();   // fsync both files now
+  void close();  // sync and close; idempotent
+
+  int64_t results_written() const { return results_written_; }  // this run
+  int64_t errors_written() const { return errors_written_; }
+
+ private:
+  struct File {
+    std::string path;
+    int fd = -1;
+    bool dirty = false;
+  };
+  void open_file(File* f, bool is_output);
+  void append_line(File* f, const nlohmann::json& record);
+
+  BatchOutputOptions options_;
+  File output_, errors_;
+  std::unordered_set<std::string> done_;
+  std::unordered_set<std::string> error_keys_;  // custom_id or "line:N" of error lines present
+  int64_t resumed_results_ = 0;
+  int64_t dropped_torn_bytes_ = 0;
+  int64_t results_written_ = 0;
+  int64_t errors_written_ = 0;
+  double last_sync_s_ = 0;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,258 @@
+// Engine: per step, schedule plans until the runner holds max_in_flight of them (each carries what the
+// sampling stage must learn: new sequences, retired ones, the EOS ids once), then take the oldest plan's
+// sampled tokens -> scheduler -> detokenize, stop-check, stream, retire finished requests. Failed
+// sequences (never fit) come back as outputs with finish_reason "error", never as an exception that
+// would end a whole batch.
+#include "runtime/engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/config/config.h"
+#include "runtime/core/error.h"
+
+namespace conveyor {
+
+struct Engine::RequestState {
+  RequestState(const Request& r, std::vector<int32_t> eos_ids, int64_t max_model_len, const Tokenizer* tok)
+      : id(r.id),
+        params(r.params),
+        prompt_len(static_cast<int64_t>(r.prompt_ids.size())),
+        checker(r.params, std::move(eos_ids), prompt_len, max_model_len) {
+    if (tok) decoder.emplace(*tok, r.params.skip_special_tokens);
+  }
+  int64_t id;
+  SamplingParams params;
+  int64_t prompt_len;
+  uint64_t seed = 0;
+  StopChecker checker;
+  std::optional<StreamDecoder> decoder;
+  std::vector<int32_t> tokens;
+  std::vector<TokenLogprobs> logprobs;
+  std::chrono::steady_clock::time_point arrival = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point first_token, last_token;
+};
+
+EngineOptions EngineOptions::from_config(const Config& config) {
+  EngineOptions o;
+  o.scheduler = SchedulerConfig::from_config(config);
+  o.max_model_len = config.get_int("model.max_model_len");
+  o.seed = static_cast<uint64_t>(config.get_int("runtime.seed"));
+  return o;
+}
+
+namespace {
+
+std::vector<int32_t> model_eos_ids(const ModelSpec& spec, const Tokenizer* tok) {
+  if (tok && !tok->eos_ids().empty()) return tok->eos_ids();
+  std::vector<int32_t> ids;
+  for (int64_t id : spec.eos_token_ids) ids.push_back(static_cast<int32_t>(id));
+  return ids;
+}
+
+int64_t resolve_max_model_len(const ModelSpec& spec, int64_t requested) {
+  if (requested <= 0) return spec.max_position_embeddings;
+  spec.check_context(requested);
+  return requested;
+}
+
+}  // namespace
+
+Engine::Engine(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Tokenizer> tokenizer, EngineOptions options)
+    : runner_(std::move(runner)),
+      tokenizer_(std::move(tokenizer)),
+      max_model_len_(resolve_max_model_len(runner_->spec(), options.max_model_len)),
+      seed_(options.seed),
+      scheduler_(options.scheduler.per_micro_batch(runner_->max_in_flight()), runner_->num_kv_blocks(), runner_->block_size()),
+      eos_ids_(model_eos_ids(runner_->spec(), tokenizer_.get())) {}
+
+Engine::~Engine() {
+  try {
+    shutdown();
+  } catch (...) {  // a destructor must not throw; the failing rank has already reported
+  }
+}
+
+void Engine::shutdown() {
+  while (!in_flight_.empty()) {
+    in_flight_.pop_front();
+    runner_->wait();
+  }
+  runner_->shutdown();
+}
+
+std::vector<int32_t> Engine::encode(const std::string& text) const {
+  CONVEYOR_CHECK(tokenizer_, "a text prompt needs a tokenizer, but the model has none (", runner_->spec().source,
+                 "); give token ids (--prompt-ids) or a tokenizer (--tokenizer)");
+  return tokenizer_->encode(text, /*add_bos=*/true);
+}
+
+void Engine::add_request(Request request) {
+  request.params.validate();
+  validate_request(request, runner_->spec().vocab, max_model_len_);
+  CONVEYOR_CHECK(!states_.count(request.id), "request id ", request.id, " is already running; ids must be unique");
+  CONVEYOR_CHECK(tokenizer_ || request.params.stop.empty(), "request ", request.id,
+                 ": stop strings need a tokenizer to match text, and the model has none; use stop_token_ids");
+  auto st = std::make_unique<RequestState>(request, eos_ids_, max_model_len_, tokenizer_.get());
+  st->seed = request_seed(request.params, seed_, request.index);
+  scheduler_.add(request.id, std::move(request.prompt_ids), max_sequence_len(request, max_model_len_));
+  states_.emplace(request.id, std::move(st));
+}
+
+void Engine::fail_refused(std::vector<CompletionOutput>& finished) {
+  for (const FailedSequence& f : scheduler_.take_failed()) {
+    auto it = states_.find(f.id);
+    CompletionOutput out = finish_output(*it->second);
+    out.finish_reason = "error";
+    out.error = f.error;
+    states_.erase(it);
+    finished.push_back(std::move(out));
+  }
+}
+
+bool Engine::submit_next() {
+  StepPlan plan = scheduler_.schedule();
+  if (plan.seqs.empty()) return false;
+  for (const SeqChunk& c : plan.seqs) {
+    if (!announced_.insert(c.seq_id).second) continue;
+    const RequestState& st = *states_.at(c.seq_id);
+    NewSequence n{c.seq_id, st.seed, st.params, {}};
+    if (st.params.repetition_penalty != 1.0) n.prompt_ids = scheduler_.sequence(c.seq_id).prompt_ids;
+    plan.new_seqs.push_back(std::move(n));
+  }
+  plan.retired.swap(to_retire_);
+  if (!eos_sent_) plan.eos_ids = eos_ids_;
+  eos_sent_ = true;
+  runner_->submit(plan);
+  in_flight_.push_back(std::move(plan));
+  return true;
+}
+
+std::vector<CompletionOutput> Engine::step() {
+  std::vector<CompletionOutput> finished;
+  fail_refused(finished);
+  if (!scheduler_.has_unfinished()) return finished;
+  while (static_cast<int>(in_flight_.size()) < runner_->max_in_flight() && submit_next()) {
+  }
+  // An empty plan with nothing in flight would loop forever.
+  CONVEYOR_CHECK(!in_flight_.empty(), "internal: the scheduler has ", scheduler_.num_waiting(), " waiting and ",
+                 scheduler_.num_running(), " running sequences but planned nothing (", scheduler_.allocator().free_count(),
+                 " of ", scheduler_.allocator().num_blocks(), " KV blocks free)");
+  const StepPlan plan = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  const StepResult result = runner_->wait();
+  CONVEYOR_CHECK(result.step == plan.step && result.samples.size() == plan.num_logits(), "runner returned ",
+                 result.samples.size(), " tokens for step ", result.step, " but step ", plan.step, " has ",
+                 plan.num_logits(), " sequences to sample");
+  std::vector<int32_t> sampled;
+  for (const SampleResult& r : result.samples) sampled.push_back(r.token);
+  scheduler_.on_step_done(plan, sampled);
+  size_t k = 0;
+  for (const SeqChunk& c : plan.seqs) {
+    if (!c.wants_logits) continue;
+    on_token(*states_.at(c.seq_id), result.samples[k++], finished);
+  }
+  retire(finished);
+  return finished;
+}
+
+// After the loop: on_token only marks finished requests so plan order stays stable.
+void Engine::retire(const std::vector<CompletionOutput>& finished) {
+  for (const CompletionOutput& out : finished) {
+    if (out.finish_reason == "error") continue;
+    scheduler_.finish(out.request_id);
+    states_.erase(out.request_id);
+    if (announced_.erase(out.request_id)) to_retire_.push_back(out.request_id);
+  }
+}
+
+void Engine::on_token(RequestState& st, const SampleResult& r, std::vector<CompletionOutput>& finished) {
+  std::string text = st.decoder ? st.decoder->step(r.token) : std::string();
+  st.last_token = std::chrono::steady_clock::now();
+  if (st.tokens.empty()) st.first_token = st.last_token;
+  st.tokens.push_back(r.token);
+  if (r.has_logprobs) st.logprobs.push_back({r.token, r.logprob, r.rank, r.top});
+  st.checker.append(r.token, text);
+  if (stream_) {
+    std::string delta = st.checker.take_streamable();
+    if (!delta.empty()) stream_(st.id, delta);
+  }
+  if (!st.checker.finished()) return;
+  finished.push_back(finish_output(st));
+}
+
+CompletionOutput Engine::finish_output(const RequestState& st) {
+  CompletionOutput out;
+  out.request_id = st.id;
+  out.text = st.checker.text();
+  out.token_ids = st.tokens;
+  out.finish_reason = st.checker.finished() ? finish_reason_name(st.checker.reason()) : "error";
+  out.stop_string = st.checker.stop_string();
+  out.stop_token = st.checker.stop_token();
+  out.prompt_tokens = st.prompt_len;
+  out.completion_tokens = static_cast<int64_t>(st.tokens.size());
+  out.logprobs = st.logprobs;
+  if (!st.tokens.empty()) {
+    using secs = std::chrono::duration<double>;
+    out.ttft_s = secs(st.first_token - st.arrival).count();
+    if (st.tokens.size() > 1)
+      out.tpot_s = secs(st.last_token - st.first_token).count() / static_cast<double>(st.tokens.size() - 1);
+  }
+  return out;
+}
+
+std::vector<CompletionOutput> Engine::generate(std::vector<Request> requests) {
+  std::vector<int64_t> order;
+  for (Request& r : requests) {
+    order.push_back(r.id);
+    add_request(std::move(r));
+  }
+  std::map<int64_t, CompletionOutput> done;
+  while (has_unfinished())
+    for (CompletionOutput& out : step()) done.emplace(out.request_id, std::move(out));
+  std::vector<CompletionOutput> outputs;
+  for (int64_t id : order) outputs.push_back(std::move(done.at(id)));
+  return outputs;
+}
+
+nlohmann::json completion_to_json(const CompletionOutput& out) {
+  nlohmann::json lps = nlohmann::json::array();
+  for (const TokenLogprobs& lp : out.logprobs) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const TokenLogprob& t : lp.top) top.push_back({t.token, t.logprob});
+    lps.push_back({{"token", lp.token}, {"logprob", lp.logprob}, {"rank", lp.rank}, {"top", top}});
+  }
+  nlohmann::json j = {{"request_id", out.request_id},   {"text", out.text},
+                      {"token_ids", out.token_ids},     {"finish_reason", out.finish_reason},
+                      {"prompt_tokens", out.prompt_tokens}, {"completion_tokens", out.completion_tokens},
+                      {"logprobs", lps},                {"error", out.error},
+                      {"ttft_s", out.ttft_s},           {"tpot_s", out.tpot_s}};
+  if (out.stop_string) j["stop_string"] = *out.stop_string;
+  if (out.stop_token) j["stop_token"] = *out.stop_token;
+  return j;
+}
+
+CompletionOutput completion_from_json(const nlohmann::json& j) {
+  CompletionOutput out;
+  out.request_id = j.at("request_id").get<int64_t>();
+  out.text = j.at("text").get<std::string>();
+  out.token_ids = j.at("token_ids").get<std::vector<int32_t>>();
+  out.finish_reason = j.at("finish_reason").get<std::string>();
+  out.prompt_tokens = j.at("prompt_tokens").get<int64_t>();
+  out.completion_tokens = j.at("completion_tokens").get<int64_t>();
+  out.error = j.at("error").get<std::string>();
+  out.ttft_s = j.at("ttft_s").get<double>();
+  out.tpot_s = j.at("tpot_s").get<double>();
+  if (j.contains("stop_string")) out.stop_string = j["stop_string"].get<std::string>();
+  if (j.contains("stop_token")) out.stop_token = j["stop_token"].get<int32_t>();
+  for (const auto& lp : j.at("logprobs")) {
+    TokenLogprobs t{lp.at("token").get<int32_t>(), lp.at("logprob").get<float>(), lp.at("rank").get<int64_t>(), {}};
+    for (const auto& a : lp.at("top")) t.top.push_back({a.at(0).get<int32_t>(), a.at(1).get<float>()});
+    out.logprobs.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace conveyor

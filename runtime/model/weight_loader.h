@@ -1,0 +1,46 @@
+// WeightLoader: turns a checkpoint (WeightSource) into the fp32 host tensors one rank holds, named
+// by the internal naming of weights_layout.h and laid out as HF does. On construction it checks the
+// checkpoint against the ModelSpec without reading data: every weight present once with its expected
+// shape and a convertible dtype, nothing unexpected, one dtype (safetensors). load_share returns a
+// lazy WeightSet: each tensor is read only when materialised. GGUF llama Q/K rows, permuted for
+// interleaved rotary by llama.cpp's converter, are put back in HF order, so both formats agree.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/model/host_tensor.h"
+#include "runtime/model/spec.h"
+#include "runtime/model/weight_set.h"
+#include "runtime/model/weights_layout.h"
+#include "runtime/model/weights_source.h"
+
+namespace conveyor {
+
+class WeightLoader {
+ public:
+  // Shares the source: sets from load_share read it lazily and keep it open until they are gone.
+  // (No borrowing overload: a set outliving a borrowed source would read freed memory.)
+  WeightLoader(const ModelSpec& spec, std::shared_ptr<const WeightSource> source);
+
+  // One weight's share, read now. With a tied LM head, "lm_head" is read from the embedding.
+  HostTensor load(const WeightId& id, const WeightShare& share) const;
+  // The share's tensors, none read yet (share errors, e.g. a bad TP size, are thrown here).
+  WeightSet load_share(const WeightShare& share) const;
+
+  // The checkpoint's name for a weight (the embedding's for a tied LM head).
+  std::string source_name(const WeightId& id) const;
+
+ private:
+  void check_source() const;
+  // Source row holding HF row `row` of a weight (differs only for GGUF llama Q/K).
+  int64_t source_row(const WeightId& id, int64_t row) const;
+  // Converts the share `t` describes (header.numel() floats) into out.
+  void read(const WeightId& id, const HostTensor& t, float* out) const;
+
+  ModelSpec spec_;  // a copy: lazy sets may outlive the caller's spec
+  std::shared_ptr<const WeightSource> source_;
+  bool unpermute_qk_ = false;
+};
+
+}  // namespace conveyor

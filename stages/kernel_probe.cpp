@@ -1,0 +1,246 @@
+// Device measurements for `conveyor doctor` (see doctor_device.h). Inputs are random bf16 values (zeros
+// would flatter the tensor cores' power draw); small GEMM weights rotate over a 1 GiB pool so no call
+// finds them in L2. Timings are medians of samples of back-to-back calls between CUDA events, the way
+// the runtime issues them, after a warm-up that also lets GemmRunner autotune each shape.
+#include "stages/kernel_probe.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "stages/device_profile.h"
+
+#ifdef CONVEYOR_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gemm.h"
+#include "runtime/core/cuda_check.h"
+#include "runtime/core/event_timing.h"
+#endif
+
+namespace conveyor {
+
+#ifdef CONVEYOR_WITH_CUDA
+namespace {
+
+// Llama-3-8B's attention per rank (and 70B's at tp=8): 32 query heads over 8 KV heads of 128.
+constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128, kBlockSize = 16;
+constexpr size_t kPoolBytes = size_t(1) << 30;
+constexpr int kGraphKernels = 200;
+
+void fill_random(Device& dev, void* p, size_t bytes, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<uint16_t> chunk(size_t(8) << 20);  // 16 MiB, copied over the buffer
+  for (auto& x : chunk) x = float_to_bf16(u(rng));
+  const size_t chunk_bytes = chunk.size() * 2;
+  for (size_t off = 0; off < bytes; off += chunk_bytes)
+    dev.copy_from_host(static_cast<char*>(p) + off, chunk.data(), std::min(chunk_bytes, bytes - off));
+}
+
+// Median seconds of one call (runtime/cuda/event_timing.h), 15 samples by default.
+template <typename Fn>
+double median_s(Fn&& fn, cudaStream_t s, int samples = 15, int calls = 10) {
+  return 1e-6 * median_us(std::forward<Fn>(fn), s, samples, calls);
+}
+
+struct GemmBench {
+  Device& dev;
+  cudaStream_t stream;
+  GemmRunner gemm;
+  DeviceBuffer pool, x, y;
+  GemmBench(Device& d, cudaStream_t s)
+      : dev(d), stream(s), pool(&d, kPoolBytes), x(&d, size_t(128) << 20), y(&d, size_t(256) << 20) {
+    fill_random(d, pool.data(), kPoolBytes, 17);
+    fill_random(d, x.data(), x.bytes(), 3);
+  }
+  // Seconds per call of y[m, n] = x[m, k] w[n, k]^T, bf16 in and out.
+  double time(int64_t m, int64_t n, int64_t k) {
+    const size_t w_bytes = (size_t(n) * k * 2 + 255) / 256 * 256;
+    const size_t copies = std::max<size_t>(1, kPoolBytes / w_bytes);
+    return median_s(
+        [&](int i) {
+          const char* w = static_cast<const char*>(pool.data()) + (size_t(i) % copies) * w_bytes;
+          gemm.run(y.data(), DType::kBF16, x.data(), w, DType::kBF16, nullptr, m, n, k, stream);
+        },
+        stream);
+  }
+};
+
+nlohmann::json gemm_sections(Device& dev, cudaStream_t stream) {
+  GemmBench b(dev, stream);
+  // (n, k) of the Llama-3 8B/70B projections per TP rank: k/v, q/o, qkv, gate/up, down.
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1024, 4096}, {4096, 4096}, {6144, 4096},
+                                                           {28672, 4096}, {4096, 14336}, {1024, 8192},
+                                                           {8192, 8192}, {28672, 8192}, {8192, 28672}};
+  nlohmann::json buckets = nlohmann::json::array();
+  for (int64_t m : {1, 16, 64, 256}) {
+    nlohmann::json points = nlohmann::json::array();
+    std::vector<std::pair<double, double>> fit;
+    for (const auto& [n, k] : shapes) {
+      const double t = b.time(m, n, k), bytes = 2.0 * (double(n) * k + double(m) * k + double(m) * n);
+      points.push_back({{"n", n}, {"k", k}, {"bytes", bytes}, {"time_us", t * 1e6}, {"gbps", bytes / t / 1e9}});
+      fit.emplace_back(bytes, t);
+    }
+    const LinearCost c = fit_linear_cost(fit);
+    buckets.push_back({{"m", m}, {"fixed_us", c.fixed_s * 1e6}, {"bandwidth_gbps", c.bandwidth / 1e9}, {"points", points}});
+  }
+  nlohmann::json prefill = nlohmann::json::array();
+  double flops = 0, secs = 0;
+  for (int64_t m : {2048, 4096})
+    for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{6144, 4096}, {28672, 4096}, {4096, 14336}, {8192, 8192}}) {
+      const double t = b.time(m, n, k), f = 2.0 * m * n * k;
+      prefill.push_back({{"m", m}, {"n", n}, {"k", k}, {"time_us", t * 1e6}, {"tflops", f / t / 1e12}});
+      flops += f, secs += t;
+    }
+  return {{"gemm_decode",
+           {{"method", "GemmRunner (cuBLASLt, autotuned), bf16, y = x w^T for m in {1, 16, 64, 256} x 9 (n, k) of "
+                       "Llama-3 8B/70B; weights rotate over 1 GiB (no L2 hits); median of 15 samples of 10 calls; per m "
+                       "a least-squares fit (weights 1/t^2) of time = fixed + bytes / bandwidth, bytes = weights + x + y"},
+            {"buckets", buckets}}},
+          {"gemm_prefill",
+           {{"method", "GemmRunner, bf16, m in {2048, 4096} x 4 (n, k); tflops = all FLOPs / all time"},
+            {"tflops", flops / secs / 1e12}, {"points", prefill}}}};
+}
+
+// Seconds of paged_attention_cuda for `batch` sequences with `history` cached and `fresh` new tokens.
+double attention_time(Device& dev, cudaStream_t stream, int batch, int history, int fresh) {
+  const int ctx = history + fresh, per_seq = (ctx + kBlockSize - 1) / kBlockSize;
+  const PagedKvShape shape{batch * per_seq, kBlockSize, kKvHeads, kHeadDim};
+  std::vector<int32_t> ids(shape.num_blocks), starts{0}, positions;
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(1));  // blocks scattered over the pool, as in serving
+  for (int s = 0; s < batch; ++s) {
+    for (int p = history; p < ctx; ++p) positions.push_back(p);
+    starts.push_back(starts.back() + fresh);
+  }
+  const int tokens = starts.back();
+  const size_t act = size_t(tokens) * kHeads * kHeadDim * 2;
+  DeviceBuffer kc(&dev, shape.layer_elems() * 2), vc(&dev, shape.layer_elems() * 2), q(&dev, act), out(&dev, act);
+  DeviceBuffer qs(&dev, starts.size() * 4), pos(&dev, positions.size() * 4), tab(&dev, ids.size() * 4);
+  DeviceBuffer ws(&dev, paged_attention_workspace_bytes(tokens, kHeads, kHeadDim, ctx));
+  fill_random(dev, kc.data(), kc.bytes(), 1);
+  fill_random(dev, vc.data(), vc.bytes(), 2);
+  fill_random(dev, q.data(), q.bytes(), 3);
+  dev.copy_from_host(qs.data(), starts.data(), qs.bytes());
+  dev.copy_from_host(pos.data(), positions.data(), pos.bytes());
+  dev.copy_from_host(tab.data(), ids.data(), tab.bytes());
+  AttentionBatchCuda b;
+  b.num_seqs = batch;
+  b.num_tokens = tokens;
+  b.query_start = static_cast<const int32_t*>(qs.data());
+  b.positions = static_cast<const int32_t*>(pos.data());
+  b.block_tables = static_cast<const int32_t*>(tab.data());
+  b.max_blocks_per_seq = per_seq;
+  b.max_query_len = fresh;
+  b.max_context_len = ctx;
+  const AttentionParams p{kHeads, 1.f / std::sqrt(float(kHeadDim)), 0};
+  return median_s(
+      [&](int) { paged_attention_cuda(out.data(), q.data(), kc.data(), vc.data(), b, shape, p, ws.data(), DType::kBF16, stream); },
+      stream, 15, 5);
+}
+
+nlohmann::json attention_sections(Device& dev, cudaStream_t stream) {
+  nlohmann::json points = nlohmann::json::array();
+  std::vector<std::pair<double, double>> fit;
+  for (int batch : {1, 16, 64})
+    for (int ctx : {512, 4096}) {
+      const double t = attention_time(dev, stream, batch, ctx - 1, 1);
+      const double bytes = 2.0 * batch * ctx * kKvHeads * kHeadDim * 2;
+      points.push_back({{"batch", batch}, {"context", ctx}, {"bytes", bytes}, {"time_us", t * 1e6}, {"gbps", bytes / t / 1e9}});
+      fit.emplace_back(bytes, t);
+    }
+  const LinearCost c = fit_linear_cost(fit);
+  nlohmann::json prefill = nlohmann::json::array();
+  double flops = 0, secs = 0;
+  for (const auto& [history, fresh] : std::vector<std::pair<int, int>>{{0, 2048}, {1536, 512}}) {
+    const double t = attention_time(dev, stream, 1, history, fresh);
+    double pairs = 0;
+    for (int i = 0; i < fresh; ++i) pairs += history + i + 1;
+    const double f = 4.0 * pairs * kHeads * kHeadDim;
+    prefill.push_back({{"history", history}, {"new", fresh}, {"time_us", t * 1e6}, {"tflops", f / t / 1e12}});
+    flops += f, secs += t;
+  }
+  return {{"attention_decode",
+           {{"method", "paged_attention_cuda, bf16, 32 query / 8 KV heads of 128, block 16 scattered, one new token per "
+                       "sequence, batch {1, 16, 64} x context {512, 4096}; median of 15 samples of 5 calls; fit (weights "
+                       "1/t^2) of time = fixed + KV bytes / bandwidth"},
+            {"fixed_us", c.fixed_s * 1e6}, {"bandwidth_gbps", c.bandwidth / 1e9}, {"points", points}}},
+          {"attention_prefill",
+           {{"method", "paged_attention_cuda, one sequence: 2048 new tokens, and 512 after 1536 cached; causal FLOPs "
+                       "4 * heads * head_dim per (query, visible key); tflops = all FLOPs / all time"},
+            {"tflops", flops / secs / 1e12}, {"points", prefill}}}};
+}
+
+nlohmann::json graph_kernel_section(Device& dev, cudaStream_t stream) {
+  DeviceBuffer a(&dev, 512), out(&dev, 512);
+  fill_random(dev, a.data(), a.bytes(), 5);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CONVEYOR_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < kGraphKernels; ++i) add_cuda(out.data(), a.data(), a.data(), 256, DType::kBF16, stream);
+  CONVEYOR_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  CONVEYOR_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  const double t = median_s([&](int) { CONVEYOR_CUDA_CHECK(cudaGraphLaunch(exec, stream)); }, stream, 15, 1);
+  CONVEYOR_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CONVEYOR_CUDA_CHECK(cudaGraphDestroy(graph));
+  return {{"method", "one CUDA graph of 200 add_cuda launches on 256 bf16 elements (each kernel's fixed cost: "
+                     "launch gap and a nearly empty body); median of 15 graph launches / 200"},
+          {"kernels", kGraphKernels}, {"us", t / kGraphKernels * 1e6}};
+}
+
+}  // namespace
+#endif
+
+nlohmann::json measure_device(Device& device) {
+#ifdef CONVEYOR_WITH_CUDA
+  const DeviceInfo info = device.info();
+  if (info.backend != Backend::kCuda) return nullptr;
+  CONVEYOR_CUDA_CHECK(cudaSetDevice(info.index));
+  cudaStream_t stream;
+  CONVEYOR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  nlohmann::json j = {{"name", info.name}, {"index", info.index}, {"dtype", "bf16"}};
+  j.update(gemm_sections(device, stream));
+  j.update(attention_sections(device, stream));
+  j["graph_kernel"] = graph_kernel_section(device, stream);
+  CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(stream));
+  CONVEYOR_CUDA_CHECK(cudaStreamDestroy(stream));
+  return j;
+#else
+  (void)device;
+  return nullptr;
+#endif
+}
+
+std::string format_device(const nlohmann::json& d) {
+  if (d.is_null()) return "";
+  std::ostringstream os;
+  char line[256];
+  os << "device ceilings (" << d.value("name", std::string("GPU")) << ", bf16; for conveyor plan --doctor-json):\n";
+  for (const auto& b : d.at("gemm_decode").at("buckets")) {
+    std::snprintf(line, sizeof(line), "  GEMM m=%-4lld %6.1f us + bytes / %6.0f GB/s\n", b.at("m").get<long long>(),
+                  b.at("fixed_us").get<double>(), b.at("bandwidth_gbps").get<double>());
+    os << line;
+  }
+  std::snprintf(line, sizeof(line), "  GEMM prefill       %6.1f TFLOP/s\n", d.at("gemm_prefill").at("tflops").get<double>());
+  os << line;
+  const auto& a = d.at("attention_decode");
+  std::snprintf(line, sizeof(line), "  decode attention   %6.1f us + KV bytes / %6.0f GB/s\n", a.at("fixed_us").get<double>(),
+                a.at("bandwidth_gbps").get<double>());
+  os << line;
+  std::snprintf(line, sizeof(line), "  prefill attention  %6.1f TFLOP/s\n", d.at("attention_prefill").at("tflops").get<double>());
+  os << line;
+  std::snprintf(line, sizeof(line), "  kernel in a graph  %6.2f us\n", d.at("graph_kernel").at("us").get<double>());
+  os << line;
+  return os.str();
+}
+
+}  // namespace conveyor

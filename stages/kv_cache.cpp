@@ -1,0 +1,73 @@
+// KV cache storage (see kv_cache.h). One allocation for all layers; zero-filled so a read of a slot
+// that was never written is deterministic.
+#include "stages/kv_cache.h"
+
+#include <cstdlib>
+#include <limits>
+#include <utility>
+
+#include "runtime/core/error.h"
+#include "runtime/core/strings.h"
+
+namespace conveyor {
+namespace {
+
+void check_geometry(int first_layer, int num_layers, const PagedKvShape& shape) {
+  CONVEYOR_CHECK(first_layer >= 0 && num_layers > 0, "KV cache: bad layer range first=", first_layer,
+                 " count=", num_layers);
+  CONVEYOR_CHECK(shape.num_blocks > 0 && shape.block_size > 0 && shape.n_kv_heads > 0 && shape.head_dim > 0,
+                 "KV cache: bad shape num_blocks=", shape.num_blocks, " block_size=", shape.block_size,
+                 " n_kv_heads=", shape.n_kv_heads, " head_dim=", shape.head_dim);
+}
+
+}  // namespace
+
+KvCache::KvCache(int first_layer, int num_layers, const PagedKvShape& shape)
+    : first_layer_(first_layer), num_layers_(num_layers), shape_(shape) {
+  check_geometry(first_layer, num_layers, shape);
+  const size_t elems = 2 * static_cast<size_t>(num_layers) * shape.layer_elems();
+  void* p = std::calloc(elems, sizeof(float));
+  if (!p) {
+    CONVEYOR_THROW("KV cache: cannot allocate ", format_bytes(double(elems) * sizeof(float)), " for ",
+                   shape.num_blocks, " blocks x ", num_layers, " layers; lower the KV cache memory or block count");
+  }
+  storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  elems_ = elems;
+}
+
+KvCache::KvCache(int first_layer, int num_layers, const PagedKvShape& shape, DType dtype,
+                 std::shared_ptr<void> storage)
+    : first_layer_(first_layer), num_layers_(num_layers), shape_(shape), dtype_(dtype), host_(false),
+      storage_(std::move(storage)) {
+  check_geometry(first_layer, num_layers, shape);
+  CONVEYOR_CHECK(storage_ != nullptr, "KV cache: no storage given for ", num_layers, " layers");
+  elems_ = 2 * static_cast<size_t>(num_layers) * shape.layer_elems();
+}
+
+float* KvCache::host_f32(void* p) const {
+  CONVEYOR_CHECK(host_ && dtype_ == DType::kF32, "KV cache: host fp32 access to a ", dtype_name(dtype_),
+                 " cache in backend memory");
+  return static_cast<float*>(p);
+}
+
+size_t KvCache::offset(int layer, int which) const {
+  CONVEYOR_CHECK(layer >= first_layer_ && layer < first_layer_ + num_layers_, "KV cache: layer ", layer,
+                 " is not held by this stage (it holds layers [", first_layer_, ", ", first_layer_ + num_layers_,
+                 "))");
+  return (2 * static_cast<size_t>(layer - first_layer_) + which) * shape_.layer_elems();
+}
+
+size_t KvCache::bytes_per_block(int num_layers, int block_size, int n_kv_heads, int head_dim, size_t elem_bytes) {
+  return 2 * static_cast<size_t>(num_layers) * block_size * n_kv_heads * head_dim * elem_bytes;
+}
+
+int KvCache::blocks_that_fit(size_t budget_bytes, int num_layers, int block_size, int n_kv_heads, int head_dim,
+                             size_t elem_bytes) {
+  const size_t per_block = bytes_per_block(num_layers, block_size, n_kv_heads, head_dim, elem_bytes);
+  CONVEYOR_CHECK(per_block > 0, "KV cache: a block of this shape has no size");
+  const size_t n = budget_bytes / per_block;
+  return n > static_cast<size_t>(std::numeric_limits<int>::max()) ? std::numeric_limits<int>::max()
+                                                                   : static_cast<int>(n);
+}
+
+}  // namespace conveyor

@@ -1,0 +1,34 @@
+// LocalModelRunner: a whole model on this rank; forward() computes logits and PlanSampler samples them
+// right after, so submit() finishes the step and wait() only hands back results in order.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "runtime/engine/model_runner.h"
+#include "stages/plan_sampler.h"
+
+namespace conveyor {
+
+// A model on this rank alone: forward() computes logits, sampling happens right after.
+class LocalModelRunner : public ModelRunner {
+ public:
+  // Returns the logits [plan.num_logits(), vocab] (fp32), one row per sequence with wants_logits, in plan order.
+  virtual void forward(const StepPlan& plan, std::vector<float>* logits) = 0;
+
+  void submit(const StepPlan& plan) override;
+  StepResult wait() override;
+
+ private:
+  PlanSampler sampler_;
+  std::vector<float> logits_;
+  std::deque<StepResult> done_;
+};
+
+class Config;
+// The CPU reference runner for a whole model on one rank (stages/cpu_model_runner.cpp): spec and
+// weights from cfg (model.path / model.config, model.load_format), KV blocks from cache.num_blocks or
+// cache.cpu_kv_cache_space, block size cache.block_size.
+std::unique_ptr<LocalModelRunner> make_cpu_model_runner(const Config& cfg, const ModelSpec& spec);
+}  // namespace conveyor
