@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cuda/attention.h"
+#include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
 
 namespace conveyor {
@@ -36,14 +37,11 @@ __global__ void fill_random(uint16_t* x, size_t n, uint32_t seed) {
   }
 }
 
+// A CudaBuffer (runtime/core/cuda_buffer.h) with its pointer as a field, as the cases read it.
 struct DeviceMem {
-  void* p = nullptr;
-  explicit DeviceMem(size_t bytes) {
-    if (bytes) CONVEYOR_CUDA_CHECK(cudaMalloc(&p, bytes));
-  }
-  ~DeviceMem() {
-    if (p) cudaFree(p);
-  }
+  conveyor::CudaBuffer buffer;
+  void* p;
+  explicit DeviceMem(size_t bytes) : buffer(bytes, "a benchmark buffer"), p(buffer.data()) {}
 };
 
 void fill(void* p, size_t elems, uint32_t seed) {

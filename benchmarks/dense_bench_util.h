@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "kernels/cuda/gemm.h"
+#include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/event_timing.h"
 
@@ -42,8 +44,8 @@ __global__ void fill_kernel(T* p, int64_t n, uint32_t seed) {
 // A device buffer of n elements of dt (bf16, f16 or f32) filled with random values.
 class DeviceArray {
  public:
-  DeviceArray(int64_t n, DType dt, uint32_t seed) : bytes_(static_cast<size_t>(n) * dtype_size(dt)) {
-    CONVEYOR_CUDA_CHECK(cudaMalloc(&ptr_, bytes_));
+  DeviceArray(int64_t n, DType dt, uint32_t seed) : buffer_(static_cast<size_t>(n) * dtype_size(dt), "a benchmark array") {
+    void* ptr_ = buffer_.data();
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 65536));
     if (dt == DType::kF32) {
       fill_kernel<float><<<blocks, 256>>>(static_cast<float*>(ptr_), n, seed);
@@ -54,15 +56,24 @@ class DeviceArray {
     }
     CONVEYOR_CUDA_CHECK(cudaGetLastError());
   }
-  ~DeviceArray() { cudaFree(ptr_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  void* get() const { return ptr_; }
-  size_t bytes() const { return bytes_; }
+  void* get() const { return buffer_.data(); }
+  size_t bytes() const { return buffer_.bytes(); }
 
  private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
+  CudaBuffer buffer_;  // the one device-buffer class (runtime/core/cuda_buffer.h)
+};
+
+// A GemmRunner with its own workspace (made first), sized for accumulating shapes up to 8192 x 8192.
+class WorkspaceOwner {
+ protected:
+  explicit WorkspaceOwner(size_t bytes) : workspace_(bytes, "a benchmark GEMM workspace") {}
+  CudaBuffer workspace_;
+};
+
+class BenchGemm : private WorkspaceOwner, public GemmRunner {
+ public:
+  BenchGemm()
+      : WorkspaceOwner(gemm_workspace_bytes(8192, 8192)), GemmRunner(workspace_.data(), workspace_.bytes()) {}
 };
 
 using conveyor::median_us;  // runtime/cuda/event_timing.h

@@ -77,7 +77,7 @@ std::function<void(void*, const void*, const void*)> via(conveyor::GemmRunner& g
 
 // Llama-3 8B decode: qkv, o, gate+up, down and the LM head (f32 logits), each three ways.
 void bench_decode(conveyor::bench::Report& report, DType ab, bool autotune, cudaStream_t stream) {
-  conveyor::GemmRunner runner, cublaslt;
+  conveyor::bench::BenchGemm runner, cublaslt;
   runner.set_autotune(autotune);
   cublaslt.set_autotune(autotune);
   cublaslt.set_gemv_policy(conveyor::GemvPolicy::kNever);
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   try {
     conveyor::bench::Report report(argc, argv);
     const DType ab = has_flag(argc, argv, "--f16") ? DType::kF16 : DType::kBF16;
-    conveyor::GemmRunner gemm;
+    conveyor::bench::BenchGemm gemm;
     gemm.set_autotune(!has_flag(argc, argv, "--no-autotune"));
     cudaStream_t stream;
     CONVEYOR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cuda/sampling.h"
+#include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
 
 namespace {
@@ -58,15 +59,15 @@ int main(int argc, char** argv) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     v = static_cast<float>((x >> 40) * (20.0 / (1ull << 24)) - 10.0);
   }
-  float* d = nullptr;
-  CONVEYOR_CUDA_CHECK(cudaMalloc(&d, n * sizeof(float)));
-  CONVEYOR_CUDA_CHECK(cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  const conveyor::CudaBuffer logits = conveyor::CudaBuffer::from(h);
+  const float* d = logits.as<float>();
   cudaStream_t stream;
   CONVEYOR_CUDA_CHECK(cudaStreamCreate(&stream));
   cudaEvent_t start, stop;
   CONVEYOR_CUDA_CHECK(cudaEventCreate(&start));
   CONVEYOR_CUDA_CHECK(cudaEventCreate(&stop));
-  conveyor::CudaSampler sampler(kVocab, kRows, {128001, 128009});
+  const conveyor::CudaBuffer workspace(conveyor::cuda_sampler_workspace_bytes(kVocab, kRows), "the sampler's workspace");
+  conveyor::CudaSampler sampler(kVocab, kRows, {128001, 128009}, workspace.data(), workspace.bytes());
   // Each row: a 200-token history of which 20 are outputs.
   std::vector<int64_t> hist_off(kRows + 1), mask_off(kRows + 1, 0);
   std::vector<int32_t> hist, num_out(kRows, 20);
@@ -107,7 +108,6 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < lines.size(); ++i) f << "  " << lines[i] << (i + 1 < lines.size() ? ",\n" : "\n");
     f << "]\n";
   }
-  CONVEYOR_CUDA_CHECK(cudaFree(d));
   CONVEYOR_CUDA_CHECK(cudaStreamDestroy(stream));
   return 0;
 }

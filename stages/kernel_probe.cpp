@@ -55,10 +55,17 @@ double median_s(Fn&& fn, cudaStream_t s, int samples = 15, int calls = 10) {
 struct GemmBench {
   Device& dev;
   cudaStream_t stream;
+  DeviceBuffer workspace;  // before gemm: outlives it; no accumulating shapes, so cuBLASLt's part only
   GemmRunner gemm;
   DeviceBuffer pool, x, y;
   GemmBench(Device& d, cudaStream_t s)
-      : dev(d), stream(s), pool(&d, kPoolBytes), x(&d, size_t(128) << 20), y(&d, size_t(256) << 20) {
+      : dev(d),
+        stream(s),
+        workspace(&d, gemm_workspace_bytes(0, 0)),
+        gemm(workspace.data(), workspace.bytes()),
+        pool(&d, kPoolBytes),
+        x(&d, size_t(128) << 20),
+        y(&d, size_t(256) << 20) {
     fill_random(d, pool.data(), kPoolBytes, 17);
     fill_random(d, x.data(), x.bytes(), 3);
   }

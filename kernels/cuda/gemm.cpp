@@ -14,6 +14,7 @@
 
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemv.h"
+#include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
 
 namespace conveyor {
@@ -100,8 +101,10 @@ struct GemmRunner::Plan {
 
 struct GemmRunner::Impl {
   cublasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
+  void* workspace = nullptr;  // cuBLASLt's part of the caller's workspace
   size_t workspace_bytes = 0;
+  void* scratch = nullptr;    // the rest: y's copy while timing accumulating shapes
+  size_t scratch_bytes = 0;
   cudaEvent_t start = nullptr;
   cudaEvent_t stop = nullptr;
   bool autotune = true;
@@ -114,7 +117,6 @@ struct GemmRunner::Impl {
     // Destructors must not throw: errors here are ignored (the context may already be gone).
     if (stop != nullptr) cudaEventDestroy(stop);
     if (start != nullptr) cudaEventDestroy(start);
-    if (workspace != nullptr) cudaFree(workspace);
     if (handle != nullptr) cublasLtDestroy(handle);
   }
 
@@ -231,47 +233,55 @@ float GemmRunner::Impl::time_us(Launch&& launch, cudaStream_t stream) {
 // heuristic's first stays and the real run reports. Accumulating runs write a scratch copy of y so
 // the caller's y is added to exactly once.
 void GemmRunner::Impl::tune(Plan& plan, const ShapeKey& key, Operands o, cudaStream_t stream) {
-  void* scratch = nullptr;
   if (key.accumulate) {
     const size_t bytes = static_cast<size_t>(key.m) * static_cast<size_t>(key.n) * dtype_size(key.out);
-    CONVEYOR_CUDA_CHECK(cudaMallocAsync(&scratch, bytes, stream));  // stream-ordered: no device-wide sync
+    CONVEYOR_CHECK(bytes <= scratch_bytes, "GemmRunner: timing the accumulating shape m=", key.m, " n=", key.n,
+                   " needs ", bytes, " bytes of scratch, the workspace holds ", scratch_bytes,
+                   "; size it with gemm_workspace_bytes for the largest step's tokens and width");
     CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(scratch, o.y, bytes, cudaMemcpyDeviceToDevice, stream));
     o.y = scratch;
   }
   float best = std::numeric_limits<float>::infinity();
-  try {
-    for (int i = 0; i < plan.n_candidates; ++i) {
-      const cublasLtMatmulAlgo_t& algo = plan.candidates[i].algo;
-      const float us = time_us([&] { return matmul(plan, algo, key, o, stream) == CUBLAS_STATUS_SUCCESS; }, stream);
-      if (us < best) {
-        best = us;
-        plan.algo = algo;
-        plan.algo_index = i;
-      }
+  for (int i = 0; i < plan.n_candidates; ++i) {
+    const cublasLtMatmulAlgo_t& algo = plan.candidates[i].algo;
+    const float us = time_us([&] { return matmul(plan, algo, key, o, stream) == CUBLAS_STATUS_SUCCESS; }, stream);
+    if (us < best) {
+      best = us;
+      plan.algo = algo;
+      plan.algo_index = i;
     }
-    if (gemv_allowed(key)) {
-      const float us = time_us(
-          [&] {
-            run_gemv(key, o, stream);
-            return true;
-          },
-          stream);
-      plan.gemv = us < best;
-      if (plan.gemv) best = us;
-    }
-  } catch (...) {
-    if (scratch != nullptr) cudaFreeAsync(scratch, stream);
-    throw;
   }
-  if (scratch != nullptr) CONVEYOR_CUDA_CHECK(cudaFreeAsync(scratch, stream));
+  if (gemv_allowed(key)) {
+    const float us = time_us(
+        [&] {
+          run_gemv(key, o, stream);
+          return true;
+        },
+        stream);
+    plan.gemv = us < best;
+    if (plan.gemv) best = us;
+  }
   plan.best_us = best < std::numeric_limits<float>::infinity() ? best : -1.f;
   plan.tuned = true;
 }
 
-GemmRunner::GemmRunner(size_t workspace_bytes) : impl_(std::make_unique<Impl>()) {
+size_t gemm_workspace_bytes(int64_t max_m, int64_t max_accumulate_n, size_t lt_bytes) {
+  CONVEYOR_CHECK(max_m >= 0 && max_accumulate_n >= 0, "gemm_workspace_bytes: bad sizes m=", max_m, " n=",
+                 max_accumulate_n);
+  return WorkspaceCarver::align(lt_bytes) +
+         static_cast<size_t>(max_m) * static_cast<size_t>(max_accumulate_n) * dtype_size(DType::kBF16);
+}
+
+GemmRunner::GemmRunner(void* workspace, size_t workspace_bytes, size_t lt_bytes) : impl_(std::make_unique<Impl>()) {
+  const size_t lt_part = WorkspaceCarver::align(lt_bytes);
+  CONVEYOR_CHECK(workspace_bytes >= lt_part && (workspace != nullptr || workspace_bytes == 0),
+                 "GemmRunner: a workspace of ", workspace_bytes, " bytes at ", workspace, " cannot hold cuBLASLt's ",
+                 lt_bytes, "; allocate gemm_workspace_bytes(...) bytes at start-up and pass them in");
+  impl_->workspace = lt_bytes > 0 ? workspace : nullptr;
+  impl_->workspace_bytes = lt_bytes;
+  impl_->scratch_bytes = workspace_bytes - lt_part;
+  impl_->scratch = impl_->scratch_bytes > 0 ? static_cast<char*>(workspace) + lt_part : nullptr;
   CONVEYOR_CUBLAS_CHECK(cublasLtCreate(&impl_->handle));
-  if (workspace_bytes > 0) CONVEYOR_CUDA_CHECK(cudaMalloc(&impl_->workspace, workspace_bytes));
-  impl_->workspace_bytes = workspace_bytes;
   CONVEYOR_CUDA_CHECK(cudaEventCreate(&impl_->start));
   CONVEYOR_CUDA_CHECK(cudaEventCreate(&impl_->stop));
   int device = 0, major = 0;

@@ -1,6 +1,6 @@
 // Dense GEMM for every projection on the GPU: y = x w^T (+ bias) (+ y) through cuBLASLt or, for
 // m <= kGemvMaxRows decode tokens, the gemv kernel (gemv.h); the twin of kernels/cpu/matmul.h. One
-// runner per device (one handle, one workspace); the implementation for each shape is chosen once
+// runner per device (one handle, one caller-owned workspace); the implementation for each shape is chosen once
 // (cuBLASLt heuristic candidates and gemv timed on first use) and cached. Not thread-safe: use one
 // runner per host thread, on the device that was current when it was constructed.
 #pragma once
@@ -20,9 +20,20 @@ namespace conveyor {
 // (kAuto), never used (kNever: cuBLASLt alone) or always used (kAlways: no timing, for tests/benches).
 enum class GemvPolicy { kAuto, kNever, kAlways };
 
+// cuBLASLt's workspace inside a GemmRunner's workspace, by default.
+constexpr size_t kGemmLtWorkspaceBytes = size_t{32} << 20;
+
+// Device bytes a GemmRunner works in: `lt_bytes` for cuBLASLt and the scratch copy of y that timing
+// an accumulating shape writes, for up to max_m x max_accumulate_n 16-bit outputs (accumulate keeps y
+// in the input dtype). Sized at start-up from the largest step; allocated once by the caller.
+size_t gemm_workspace_bytes(int64_t max_m, int64_t max_accumulate_n, size_t lt_bytes = kGemmLtWorkspaceBytes);
+
 class GemmRunner {
  public:
-  explicit GemmRunner(size_t workspace_bytes = 32u << 20);
+  // workspace: device memory of gemm_workspace_bytes(..., lt_bytes) bytes (or more), owned by the
+  // caller and outliving the runner. The runner allocates no device memory itself; an accumulating
+  // shape larger than the scratch sized for is an Error at its first (timed) call.
+  GemmRunner(void* workspace, size_t workspace_bytes, size_t lt_bytes = kGemmLtWorkspaceBytes);
   ~GemmRunner();
   GemmRunner(const GemmRunner&) = delete;
   GemmRunner& operator=(const GemmRunner&) = delete;

@@ -17,6 +17,7 @@
 #include <climits>
 #include <limits>
 
+#include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/error.h"
 
@@ -26,6 +27,7 @@ namespace {
 
 constexpr int kSelectThreads = 512;
 constexpr int kElemThreads = 256;
+constexpr int64_t kPenaltyChunk = int64_t{1} << 16;  // penalty entries per upload (1 MiB)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int32_t kNoToken = INT_MAX;
 constexpr int kPenaltyRepetition = 1;  // in the prompt or outputs, repetition_penalty != 1
@@ -325,33 +327,69 @@ void sampling_noise_cuda(const uint64_t* seed, const uint64_t* step, const uint6
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
-CudaSampler::CudaSampler(int64_t vocab, int max_rows, std::vector<int32_t> eos_ids)
-    : vocab_(vocab), max_rows_(max_rows), eos_ids_(std::move(eos_ids)) {
+namespace {
+
+// CUB's scratch for one segmented sort over every row: queried, never allocated.
+size_t sort_temp_bytes(int64_t vocab, int max_rows) {
+  const int n = static_cast<int>(vocab * max_rows);
+  cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
+  cub::DoubleBuffer<int32_t> ids(nullptr, nullptr);
+  size_t bytes = 0;
+  CONVEYOR_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairsDescending(
+      nullptr, bytes, keys, ids, n, max_rows, static_cast<const int*>(nullptr), static_cast<const int*>(nullptr)));
+  return std::max<size_t>(bytes, 16);
+}
+
+void check_sampler_shape(int64_t vocab, int max_rows) {
   CONVEYOR_CHECK(vocab > 0 && max_rows > 0, "CudaSampler needs vocab > 0 and max_rows > 0, got ", vocab, " and ",
                  max_rows);
   CONVEYOR_CHECK(vocab * max_rows < INT_MAX && max_rows <= 65535, "CudaSampler: ", max_rows, " rows of ", vocab,
                  " logits exceed the sort's 32-bit index space; sample in smaller batches");
-  for (int32_t id : eos_ids_) {
-    CONVEYOR_CHECK(id >= 0 && id < vocab, "EOS token id ", id, " is outside the vocabulary [0, ", vocab,
-                   "); check the model's generation_config");
+}
+
+}  // namespace
+
+// The one layout of the workspace: the sizing function and the constructor both walk it.
+struct CudaSampler::Layout {
+  static void carve(CudaSampler& s, WorkspaceCarver& c) {
+    const size_t n = static_cast<size_t>(s.vocab_) * s.max_rows_;
+    const size_t rows = static_cast<size_t>(s.max_rows_);
+    s.work_ = c.take<float>(n, "CudaSampler");
+    for (int b = 0; b < 2; ++b) {
+      s.keys_[b] = c.take<uint32_t>(n, "CudaSampler");
+      s.ids_[b] = c.take<int32_t>(n, "CudaSampler");
+    }
+    s.sort_temp_ = c.take<char>(s.sort_temp_bytes_, "CudaSampler");
+    s.seg_begin_ = c.take<int>(rows, "CudaSampler");
+    s.seg_end_ = c.take<int>(rows, "CudaSampler");
+    s.d_params_ = c.take<SamplingRowParams>(rows, "CudaSampler");
+    s.d_bad_token_ = c.take<int>(rows, "CudaSampler");
+    s.d_penalties_ = c.take<Penalty>(static_cast<size_t>(kPenaltyChunk), "CudaSampler");
+    s.d_out_ = c.take<SampledToken>(rows, "CudaSampler");
   }
-  const size_t n = static_cast<size_t>(vocab) * max_rows;
-  CONVEYOR_CUDA_CHECK(cudaMalloc(&work_, n * sizeof(float)));
-  for (int b = 0; b < 2; ++b) {
-    CONVEYOR_CUDA_CHECK(cudaMalloc(&keys_[b], n * sizeof(uint32_t)));
-    CONVEYOR_CUDA_CHECK(cudaMalloc(&ids_[b], n * sizeof(int32_t)));
-  }
-  cub::DoubleBuffer<uint32_t> keys(keys_[0], keys_[1]);
-  cub::DoubleBuffer<int32_t> ids(ids_[0], ids_[1]);
-  CONVEYOR_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairsDescending(
-      nullptr, sort_temp_bytes_, keys, ids, static_cast<int>(n), max_rows, static_cast<const int*>(nullptr),
-      static_cast<const int*>(nullptr)));
-  CONVEYOR_CUDA_CHECK(cudaMalloc(&sort_temp_, std::max<size_t>(sort_temp_bytes_, 16)));
-  CONVEYOR_CUDA_CHECK(cudaMalloc(&seg_begin_, max_rows * sizeof(int)));
-  CONVEYOR_CUDA_CHECK(cudaMalloc(&seg_end_, max_rows * sizeof(int)));
-  CONVEYOR_CUDA_CHECK(cudaMalloc(&d_params_, max_rows * sizeof(SamplingRowParams)));
-  CONVEYOR_CUDA_CHECK(cudaMalloc(&d_bad_token_, max_rows * sizeof(int)));
-  CONVEYOR_CUDA_CHECK(cudaMalloc(&d_out_, max_rows * sizeof(SampledToken)));
+};
+
+size_t cuda_sampler_workspace_bytes(int64_t vocab, int max_rows) {
+  check_sampler_shape(vocab, max_rows);
+  CudaSampler shape(vocab, max_rows);  // owns nothing: only walks the layout
+  WorkspaceCarver c = WorkspaceCarver::sizing();
+  CudaSampler::Layout::carve(shape, c);
+  return c.used();
+}
+
+CudaSampler::CudaSampler(int64_t vocab, int max_rows)
+    : vocab_(vocab), max_rows_(max_rows), sort_temp_bytes_(sort_temp_bytes(vocab, max_rows)) {}
+
+CudaSampler::CudaSampler(int64_t vocab, int max_rows, std::vector<int32_t> eos_ids, void* workspace,
+                         size_t workspace_bytes)
+    : vocab_(vocab), max_rows_(max_rows) {
+  check_sampler_shape(vocab, max_rows);
+  set_eos_ids(std::move(eos_ids));
+  sort_temp_bytes_ = sort_temp_bytes(vocab, max_rows);
+  CONVEYOR_CHECK(workspace != nullptr, "CudaSampler: no workspace; allocate cuda_sampler_workspace_bytes(", vocab, ", ",
+                 max_rows, ") bytes at start-up and pass them in");
+  WorkspaceCarver c(workspace, workspace_bytes);
+  Layout::carve(*this, c);
   CONVEYOR_CUDA_CHECK(cudaMallocHost(&h_out_, max_rows * sizeof(SampledToken)));
   CONVEYOR_CUDA_CHECK(cudaMallocHost(&h_bad_token_, max_rows * sizeof(int)));
   h_seg_begin_.resize(max_rows);
@@ -359,15 +397,18 @@ CudaSampler::CudaSampler(int64_t vocab, int max_rows, std::vector<int32_t> eos_i
 }
 
 CudaSampler::~CudaSampler() {
-  // Destructors do not throw: errors here would only hide the one that unwound the stack.
-  for (void* p : {static_cast<void*>(work_), static_cast<void*>(keys_[0]), static_cast<void*>(keys_[1]),
-                  static_cast<void*>(ids_[0]), static_cast<void*>(ids_[1]), sort_temp_, static_cast<void*>(seg_begin_),
-                  static_cast<void*>(seg_end_), static_cast<void*>(d_params_), static_cast<void*>(d_bad_token_),
-                  static_cast<void*>(d_penalties_), static_cast<void*>(d_out_)}) {
-    if (p) cudaFree(p);
-  }
+  // Destructors do not throw: errors here would only hide the one that unwound the stack. The
+  // device buffers belong to the caller's workspace.
   if (h_out_) cudaFreeHost(h_out_);
   if (h_bad_token_) cudaFreeHost(h_bad_token_);
+}
+
+void CudaSampler::set_eos_ids(std::vector<int32_t> eos_ids) {
+  for (int32_t id : eos_ids) {
+    CONVEYOR_CHECK(id >= 0 && id < vocab_, "EOS token id ", id, " is outside the vocabulary [0, ", vocab_,
+                   "); check the model's generation_config");
+  }
+  eos_ids_ = std::move(eos_ids);
 }
 
 std::pair<const uint32_t*, const int32_t*> CudaSampler::sort_rows(int rows, const std::vector<SamplingRowParams>& params,
@@ -399,17 +440,18 @@ std::pair<const uint32_t*, const int32_t*> CudaSampler::sort_rows(int rows, cons
   return {keys.Current(), ids.Current()};
 }
 
-void CudaSampler::upload_penalties(const std::vector<Penalty>& entries, cudaStream_t stream) {
-  if (entries.empty()) return;
-  if (entries.size() > penalty_capacity_) {
-    // Grows geometrically so that steady-state batches never allocate.
-    if (d_penalties_) CONVEYOR_CUDA_CHECK(cudaFree(d_penalties_));
-    d_penalties_ = nullptr;
-    penalty_capacity_ = std::max(entries.size(), penalty_capacity_ * 2);
-    CONVEYOR_CUDA_CHECK(cudaMalloc(&d_penalties_, penalty_capacity_ * sizeof(Penalty)));
+void CudaSampler::apply_penalties(const float* logits, const std::vector<Penalty>& entries, cudaStream_t stream) {
+  // Each (row, token) appears once, so the chunks touch disjoint logits: the result is the one
+  // launch's. The next chunk's copy is ordered after the kernel that reads the previous one.
+  const int64_t total = static_cast<int64_t>(entries.size());
+  for (int64_t first = 0; first < total; first += kPenaltyChunk) {
+    const int64_t n = std::min(kPenaltyChunk, total - first);
+    CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(d_penalties_, entries.data() + first, n * sizeof(Penalty),
+                                        cudaMemcpyHostToDevice, stream));
+    penalty_kernel<<<static_cast<unsigned>((n + kElemThreads - 1) / kElemThreads), kElemThreads, 0, stream>>>(
+        logits, work_, d_params_, vocab_, d_penalties_, n);
+    CONVEYOR_CUDA_CHECK(cudaGetLastError());
   }
-  CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(d_penalties_, entries.data(), entries.size() * sizeof(Penalty),
-                                      cudaMemcpyHostToDevice, stream));
 }
 
 std::vector<CudaSampler::Penalty> CudaSampler::build_penalties(
@@ -489,13 +531,7 @@ std::vector<SampledToken> CudaSampler::sample(const float* logits, int rows, con
   prepare_kernel<<<dim3(elem_blocks(vocab_), rows), kElemThreads, 0, stream>>>(logits, work_, d_params_, vocab_,
                                                                                d_bad_token_);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
-  upload_penalties(entries, stream);
-  if (!entries.empty()) {
-    const int64_t n = static_cast<int64_t>(entries.size());
-    penalty_kernel<<<static_cast<unsigned>((n + kElemThreads - 1) / kElemThreads), kElemThreads, 0, stream>>>(
-        logits, work_, d_params_, vocab_, d_penalties_, n);
-    CONVEYOR_CUDA_CHECK(cudaGetLastError());
-  }
+  apply_penalties(logits, entries, stream);
   const auto sorted = sort_rows(rows, params, stream);
   select_kernel<<<rows, kSelectThreads, 0, stream>>>(logits, work_, sorted.first, sorted.second, d_params_, vocab_,
                                                      d_out_);

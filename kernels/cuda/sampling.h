@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -48,14 +49,24 @@ struct SampledToken {
 void sampling_noise_cuda(const uint64_t* seed, const uint64_t* step, const uint64_t* token, int64_t n,
                          double* out_uniform, double* out_gumbel, cudaStream_t stream);
 
+// Device bytes a CudaSampler of `vocab` x `max_rows` works in (processed logits, sort keys and ids,
+// CUB's scratch, per-row parameters and results, one chunk of penalty entries). Sized at start-up by
+// the caller, who allocates it once and passes it to the constructor.
+size_t cuda_sampler_workspace_bytes(int64_t vocab, int max_rows);
+
 class CudaSampler {
  public:
-  // Allocates every fixed-size buffer once: max_rows * vocab floats of processed logits, sort keys
-  // and ids for top-k / top-p rows, and pinned result space. eos_ids: the model's EOS tokens.
-  CudaSampler(int64_t vocab, int max_rows, std::vector<int32_t> eos_ids);
+  // Carves `workspace` (device memory of at least cuda_sampler_workspace_bytes(vocab, max_rows),
+  // owned by the caller and outliving the sampler) into its buffers and allocates the pinned result
+  // space; sample() allocates nothing. eos_ids: the model's EOS tokens.
+  CudaSampler(int64_t vocab, int max_rows, std::vector<int32_t> eos_ids, void* workspace, size_t workspace_bytes);
   ~CudaSampler();
   CudaSampler(const CudaSampler&) = delete;
   CudaSampler& operator=(const CudaSampler&) = delete;
+
+  // The EOS tokens masked while min_tokens is not reached (checked against the vocabulary).
+  void set_eos_ids(std::vector<int32_t> eos_ids);
+  const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
 
   // logits: device fp32 [rows, vocab]; read only (the processed copy lives in the workspace).
   // hist_offsets [rows + 1] into hist_ids: per row the prompt then output ids (host CSR); the last
@@ -81,11 +92,17 @@ class CudaSampler {
   int max_rows() const { return max_rows_; }
 
  private:
+  struct Layout;  // how the workspace is split (sampling.cu)
+  friend size_t cuda_sampler_workspace_bytes(int64_t vocab, int max_rows);
+  // Only for cuda_sampler_workspace_bytes: the shape and CUB's scratch size, no memory.
+  CudaSampler(int64_t vocab, int max_rows);
+
   std::vector<Penalty> build_penalties(int rows, const std::vector<SamplingRowParams>& params,
                                        const std::vector<int64_t>& hist_offsets, const std::vector<int32_t>& hist_ids,
                                        const std::vector<int32_t>& num_output, const std::vector<int64_t>& mask_offsets,
                                        const std::vector<int32_t>& mask_ids) const;
-  void upload_penalties(const std::vector<Penalty>& entries, cudaStream_t stream);
+  // Enqueues the penalty kernel over `entries`, a chunk of the workspace's capacity at a time.
+  void apply_penalties(const float* logits, const std::vector<Penalty>& entries, cudaStream_t stream);
   // Enqueues the per-row sort of the rows that use top-k or top-p; returns {keys, ids} sorted
   // descending (either workspace buffer, as CUB leaves them), or {nullptr, nullptr} when no row does.
   std::pair<const uint32_t*, const int32_t*> sort_rows(int rows, const std::vector<SamplingRowParams>& params,
@@ -104,8 +121,7 @@ class CudaSampler {
   std::vector<int> h_seg_begin_, h_seg_end_;
   SamplingRowParams* d_params_ = nullptr;  // [max_rows]
   int* d_bad_token_ = nullptr;        // [max_rows] lowest id of a NaN/+inf logit, or INT_MAX
-  Penalty* d_penalties_ = nullptr;    // grows to the largest batch seen (amortised, rarely)
-  size_t penalty_capacity_ = 0;
+  Penalty* d_penalties_ = nullptr;    // [kPenaltyChunk]: entries are independent, so chunks are exact
   SampledToken* d_out_ = nullptr;     // [max_rows]
   SampledToken* h_out_ = nullptr;     // [max_rows] pinned
   int* h_bad_token_ = nullptr;        // [max_rows] pinned

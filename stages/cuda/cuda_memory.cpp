@@ -3,25 +3,12 @@
 
 #include <utility>
 
+#include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
-#include "runtime/core/strings.h"
 
 namespace conveyor {
 
-void* device_malloc(size_t bytes, const char* what) {
-  void* p = nullptr;
-  const cudaError_t rc = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
-  if (rc != cudaSuccess) {
-    cudaGetLastError();
-    size_t free_b = 0, total_b = 0;
-    cudaMemGetInfo(&free_b, &total_b);
-    CONVEYOR_THROW("cudaMalloc of ", format_bytes(static_cast<double>(bytes)), " for ", what, " failed: ",
-                   cudaGetErrorString(rc), " (", format_bytes(static_cast<double>(free_b)), " free of ",
-                   format_bytes(static_cast<double>(total_b)),
-                   "); lower cache.gpu_memory_utilization, cache.num_blocks or scheduler.max_num_batched_tokens");
-  }
-  return p;
-}
+void* device_malloc(size_t bytes, const char* what) { return CudaBuffer(bytes == 0 ? 1 : bytes, what).release(); }
 
 DevicePool::~DevicePool() {
   for (auto& [bytes, ptrs] : free_)
@@ -118,22 +105,14 @@ void PinnedRing::copy_to_device(void* dst, size_t bytes, cudaStream_t stream) {
   current_ = -1;
 }
 
-GrowingBuffer::~GrowingBuffer() {
-  if (ptr_) cudaFree(ptr_);
-}
-
 void* GrowingBuffer::reserve(size_t bytes, cudaStream_t stream) {
-  if (bytes <= bytes_ && ptr_) return ptr_;
-  if (ptr_) {
+  if (bytes <= buffer_.bytes() && buffer_.data()) return buffer_.data();
+  if (buffer_.data()) {
     CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(stream));  // kernels may still read the old buffer
-    CONVEYOR_CUDA_CHECK(cudaFree(ptr_));
-    ptr_ = nullptr;
-    bytes_ = 0;
+    buffer_.reset();
   }
-  const size_t want = bytes + bytes / 2 + 256;
-  ptr_ = device_malloc(want, "step metadata or attention workspace");
-  bytes_ = want;
-  return ptr_;
+  buffer_ = CudaBuffer(bytes + bytes / 2 + 256, "step metadata");
+  return buffer_.data();
 }
 
 }  // namespace conveyor

@@ -13,6 +13,8 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/core/cuda_buffer.h"
+
 namespace conveyor {
 
 class DevicePool {
@@ -66,23 +68,19 @@ class PinnedRing {
   int current_ = -1;
 };
 
-// A device buffer that only grows (metadata, attention workspace). Growing waits for `stream`, so
+// A device buffer that only grows (step metadata, rope tables). Growing waits for `stream`, so
 // pending kernels never read freed memory.
 class GrowingBuffer {
  public:
-  GrowingBuffer() = default;
-  ~GrowingBuffer();
-  GrowingBuffer(const GrowingBuffer&) = delete;
-  GrowingBuffer& operator=(const GrowingBuffer&) = delete;
   void* reserve(size_t bytes, cudaStream_t stream);
-  void* data() const { return ptr_; }
+  void* data() const { return buffer_.data(); }
 
  private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
+  CudaBuffer buffer_;
 };
 
-// cudaMalloc with an error that names the size, the purpose and the free memory.
+// cudaMalloc through CudaBuffer (its error names the size, the purpose and the free memory); the
+// caller owns the block and frees it with cudaFree.
 void* device_malloc(size_t bytes, const char* what);
 
 }  // namespace conveyor

@@ -23,6 +23,7 @@
 #include "kernels/cuda/rms_norm.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/silu_mul.h"
+#include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
 #include "stages/cuda/cuda_memory.h"
 
@@ -40,6 +41,11 @@ void check_shape(const TensorView& t, int64_t rows, int64_t cols, DType dt, cons
                  "], expected [", rows, ", ", cols, "]");
 }
 
+constexpr int kMaxHeadDim = 256;  // the attention kernels' limit (kernels/cuda/attention.h)
+
+// The largest split-K workspace any paged-attention launch takes (it is capped by kTargetRows).
+size_t attention_workspace_bytes() { return paged_attention_workspace_bytes(1 << 20, 1 << 10, kMaxHeadDim, 1 << 30); }
+
 // Host fp32 -> dt bits, for weights (once, at load).
 std::vector<uint16_t> to_half_bits(const std::vector<float>& src, DType dt) {
   std::vector<uint16_t> out(src.size());
@@ -53,12 +59,15 @@ std::vector<uint16_t> to_half_bits(const std::vector<float>& src, DType dt) {
 
 class CudaOps final : public Ops {
  public:
-  CudaOps(int device, DType dt) : device_(device), dt_(dt) {
+  CudaOps(int device, DType dt, const CudaOpsSizes& sizes) : device_(device), dt_(dt) {
     CONVEYOR_CHECK(dt == DType::kBF16 || dt == DType::kF16, "the CUDA backend computes in bf16 or f16, not ",
                    dtype_name(dt), "; set model.dtype to bfloat16 or float16");
     CONVEYOR_CUDA_CHECK(cudaSetDevice(device));
     CONVEYOR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    gemm_ = std::make_unique<GemmRunner>();
+    // Every workspace a step uses is allocated here, once: the launchers take them.
+    gemm_workspace_ = CudaBuffer(gemm_workspace_bytes(sizes.max_tokens, sizes.max_accumulate_cols), "the GEMM workspace");
+    gemm_ = std::make_unique<GemmRunner>(gemm_workspace_.data(), gemm_workspace_.bytes());
+    attention_workspace_ = CudaBuffer(attention_workspace_bytes(), "the attention workspace");
     pool_ = std::make_shared<DevicePool>();
   }
 
@@ -97,8 +106,9 @@ class CudaOps final : public Ops {
                    w.data.size(), " values for shape [", rows, ", ", cols, "]");
     const std::vector<uint16_t> bits = to_half_bits(w.data, dt_);
     const size_t bytes = bits.size() * sizeof(uint16_t);
-    void* p = device_malloc(bytes, ("weight '" + w.name + "'").c_str());
-    std::shared_ptr<void> storage(p, [](void* q) { cudaFree(q); });
+    auto buffer = std::make_shared<CudaBuffer>(bytes, ("weight '" + w.name + "'").c_str());
+    void* p = buffer->data();
+    std::shared_ptr<void> storage(buffer, p);
     // On our stream (ordered before any use), then waited for: `bits` dies on return. Load time only.
     if (bytes > 0) CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(p, bits.data(), bytes, cudaMemcpyHostToDevice, stream_));
     CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -147,8 +157,9 @@ class CudaOps final : public Ops {
 
   std::unique_ptr<KvCache> make_kv_cache(int first_layer, int num_layers, const PagedKvShape& shape) override {
     const size_t bytes = KvCache::bytes_needed(num_layers, shape, dt_);
-    void* p = device_malloc(bytes, "the KV cache");
-    std::shared_ptr<void> storage(p, [](void* q) { cudaFree(q); });
+    auto buffer = std::make_shared<CudaBuffer>(bytes, "the KV cache");
+    void* p = buffer->data();
+    std::shared_ptr<void> storage(buffer, p);
     CONVEYOR_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
     return std::make_unique<KvCache>(first_layer, num_layers, shape, dt_, std::move(storage));
   }
@@ -233,7 +244,9 @@ class CudaOps final : public Ops {
   int device_;
   DType dt_;
   cudaStream_t stream_ = nullptr;
+  CudaBuffer gemm_workspace_;       // declared before gemm_: outlives the runner that uses it
   std::unique_ptr<GemmRunner> gemm_;
+  CudaBuffer attention_workspace_;  // split-K partials, sized for any launch (fixed address for graphs)
   std::shared_ptr<DevicePool> pool_;
   std::shared_ptr<DevicePool> graph_pool_ = std::make_shared<DevicePool>();  // swapped in while capturing
 
@@ -243,11 +256,9 @@ class CudaOps final : public Ops {
   const int32_t* d_ids_ = nullptr;
   const int32_t* d_logit_rows_ = nullptr;
   AttentionBatchCuda ab_;
-  GrowingBuffer workspace_;
-  // Graphs: metadata per layout (array sizes), the split-K workspace at its largest (fixed address).
+  // Graphs: metadata per layout (array sizes).
   bool fixed_ = false;  // the last batch came from set_batch_fixed
   std::map<std::array<size_t, 5>, GrowingBuffer> fixed_meta_;
-  GrowingBuffer graph_workspace_;
 
   // Rope: the host table and its static inv_freq on the device; per-sequence dynamic ones per step.
   std::unique_ptr<RopeTable> rope_;
@@ -465,25 +476,29 @@ void CudaOps::paged_attention(const TensorView& out, const TensorView& q, const 
   ap.scale = cfg.scale;
   ap.sliding_window = cfg.sliding_window;
   AttentionBatchCuda ab = ab_;
-  void* workspace = nullptr;
   if (fixed_) {
     // The launch (grid, workspace) must suit every step of this layout: size it for the longest
     // context the block stride allows; the kernels split by the exact one (ab.max_context_len_dev).
     ab.max_context_len = std::max(ab.max_context_len, ab.max_blocks_per_seq * cache.shape.block_size);
-    // The largest workspace any launch takes (it is capped by kTargetRows), allocated once, outside
-    // any capture (the first fixed step runs eagerly), so graphs keep a valid address.
-    const size_t most = paged_attention_workspace_bytes(1 << 20, 1 << 10, cfg.head_dim, 1 << 30);
-    workspace = graph_workspace_.reserve(most, stream_);
-  } else {
-    const size_t ws = paged_attention_workspace_bytes(tokens, cfg.n_heads, cfg.head_dim, ab.max_context_len);
-    if (ws > 0) workspace = workspace_.reserve(ws, stream_);
   }
+  const size_t ws = paged_attention_workspace_bytes(tokens, cfg.n_heads, cfg.head_dim, ab.max_context_len);
+  CONVEYOR_CHECK(ws <= attention_workspace_.bytes(), "cuda attention: the split-K workspace of ",
+                 attention_workspace_.bytes(), " bytes is smaller than the ", ws, " this launch needs (head_dim ",
+                 cfg.head_dim, ")");
+  // Graphs always get the buffer (their launches must suit any later step of the layout).
+  void* workspace = fixed_ || ws > 0 ? attention_workspace_.data() : nullptr;
   paged_attention_cuda(out.data, q.data, cache.k, cache.v, ab, cache.shape, ap, workspace, dt_, stream_);
 }
 
 }  // namespace
 
-std::unique_ptr<Ops> make_cuda_ops(int device, DType dt) { return std::make_unique<CudaOps>(device, dt); }
+size_t cuda_ops_workspace_bytes(const CudaOpsSizes& sizes) {
+  return gemm_workspace_bytes(sizes.max_tokens, sizes.max_accumulate_cols) + attention_workspace_bytes();
+}
+
+std::unique_ptr<Ops> make_cuda_ops(int device, DType dt, const CudaOpsSizes& sizes) {
+  return std::make_unique<CudaOps>(device, dt, sizes);
+}
 
 void cuda_memory_info(int device, size_t* total, size_t* free) {
   CONVEYOR_CUDA_CHECK(cudaSetDevice(device));

@@ -1,13 +1,16 @@
 // make_cuda_stage_parts (see cuda_stage_parts.h). The KV budget is gpu_memory_utilization x total memory
 // minus what is in use once the ops exist (CUDA context, NCCL buffers), minus what is still to come:
 // the weights (uploaded by the stage right after), activations of the largest step, the LM head's
-// logits and the sampler's buffers, and a fixed margin for library workspaces.
+// logits and the sampler's workspace, the ops' GEMM and attention workspaces (allocated at start-up,
+// so no step allocates them), and a fixed margin for fragmentation and library state.
 #include "stages/cuda/cuda_stage_parts.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
+#include "kernels/cuda/sampling.h"
 #include "stages/architecture.h"
 #include "stages/cuda/cuda_ops.h"
 #include "stages/cuda/cuda_stage_sampler.h"
@@ -17,7 +20,20 @@ namespace conveyor {
 namespace {
 
 constexpr int kMaxSamplerRows = 256;          // rows per CudaSampler launch (bigger plans loop)
-constexpr size_t kFixedMargin = size_t{1} << 30;  // cuBLASLt, attention workspace, fragmentation
+constexpr size_t kFixedMargin = size_t{1} << 30;  // fragmentation, library state (the workspaces are counted)
+
+// The sizes the ops' workspaces are made for: the largest step's tokens, the hidden width (the
+// residual GEMMs accumulate into [tokens, hidden]).
+CudaOpsSizes ops_sizes(const Config& cfg, const ModelSpec& spec, const WeightShare& share) {
+  CudaOpsSizes sizes;
+  sizes.max_tokens = cfg.get_int("scheduler.max_num_batched_tokens");
+  sizes.max_accumulate_cols = model_traits(spec, share.tp_size).hidden;
+  return sizes;
+}
+
+int sampler_rows(const Config& cfg) {
+  return static_cast<int>(std::min<long long>(cfg.get_int("scheduler.max_num_seqs"), kMaxSamplerRows));
+}
 
 // Fills the reserved terms of `row` (weights, activations, sampling, graphs, margin).
 void reserve(const Config& cfg, const ModelSpec& spec, const WeightShare& share, const WeightSet& weights,
@@ -36,8 +52,8 @@ void reserve(const Config& cfg, const ModelSpec& spec, const WeightShare& share,
   const size_t rows = static_cast<size_t>(cfg.get_int("scheduler.max_num_seqs"));
   const size_t vocab = static_cast<size_t>(spec.vocab);
   const size_t logits = share.lm_head ? rows * vocab * sizeof(float) * (3 + static_cast<size_t>(share.tp_size)) : 0;
-  // CudaSampler: processed logits, two key and two id buffers, and CUB's temporary space.
-  const size_t sampler = samples ? std::min<size_t>(rows, kMaxSamplerRows) * vocab * 28 : 0;
+  // CudaSampler: the workspace make_cuda_stage_sampler allocates.
+  const size_t sampler = samples ? cuda_sampler_workspace_bytes(spec.vocab, sampler_rows(cfg)) : 0;
   // Decode graphs (stage_model.h): a private pool as big as one padded decode step's activations,
   // and each bucket's held input, hidden and logits (buckets up to max_num_seqs sum to < 2x it).
   size_t graphs = 0;
@@ -50,7 +66,7 @@ void reserve(const Config& cfg, const ModelSpec& spec, const WeightShare& share,
   row.activations = static_cast<double>(activations);
   row.sampling = static_cast<double>(logits + sampler);
   row.graphs = static_cast<double>(graphs);
-  row.margin = static_cast<double>(kFixedMargin);
+  row.margin = static_cast<double>(kFixedMargin + cuda_ops_workspace_bytes(ops_sizes(cfg, spec, share)));
 }
 
 }  // namespace
@@ -71,14 +87,16 @@ CudaStageParts make_cuda_stage_parts(const Config& cfg, const ModelSpec& spec, c
                  " differs from the model dtype ", dtype_name(dt),
                  "; the CUDA attention kernels keep the KV cache in the model dtype: use auto");
   CudaStageParts parts;
-  parts.ops = make_cuda_ops(device, dt);
-  if (samples) {
-    const int rows = static_cast<int>(std::min<long long>(cfg.get_int("scheduler.max_num_seqs"), kMaxSamplerRows));
-    parts.sampler = make_cuda_stage_sampler(parts.ops->stream(), spec.vocab, rows);
-  }
+  const CudaOpsSizes sizes = ops_sizes(cfg, spec, share);
+  parts.ops = make_cuda_ops(device, dt, sizes);
+  // The sampler's workspace is allocated after memory is measured: the plan reserves it (sampling).
+  auto add_sampler = [&] {
+    if (samples) parts.sampler = make_cuda_stage_sampler(parts.ops->stream(), spec.vocab, sampler_rows(cfg));
+    return std::move(parts);
+  };
   parts.kv_blocks = cfg.get_int("cache.num_blocks");
   parts.memory.kv_blocks = parts.kv_blocks;
-  if (parts.kv_blocks > 0) return parts;
+  if (parts.kv_blocks > 0) return add_sampler();
   const size_t elem = dtype_size(dt);
   const double util = cfg.get_float("cache.gpu_memory_utilization");
   MemoryRow& row = parts.memory;
@@ -92,14 +110,15 @@ CudaStageParts make_cuda_stage_parts(const Config& cfg, const ModelSpec& spec, c
   cuda_memory_info(device, &total, &free);
   row.total = static_cast<double>(total);
   row.allowed = util * row.total;
-  row.in_use = static_cast<double>(total - free);
+  // The ops' workspaces already exist; the plan names them under margin, not under in_use.
+  row.in_use = static_cast<double>(total - free) - static_cast<double>(cuda_ops_workspace_bytes(sizes));
   const size_t budget = row.left() > 0 ? static_cast<size_t>(row.left()) : 0;
   const int layers = static_cast<int>(share.last_layer - share.first_layer);
   const PagedKvShape one_block{1, kv.block_size, kv.n_kv_heads, kv.head_dim};
   row.kv_block_bytes = static_cast<double>(KvCache::bytes_needed(std::max(layers, 1), one_block, dt));
   parts.kv_blocks = KvCache::blocks_that_fit(budget, layers, kv.block_size, kv.n_kv_heads, kv.head_dim, elem);
   row.kv_blocks = parts.kv_blocks;
-  return parts;
+  return add_sampler();
 }
 
 }  // namespace conveyor

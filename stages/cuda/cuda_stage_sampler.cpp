@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cuda/sampling.h"
+#include "runtime/core/cuda_buffer.h"
 #include "runtime/core/error.h"
 
 namespace conveyor {
@@ -26,15 +27,17 @@ SampleResult to_result(const SampledToken& t, const SamplingParams& p) {
 
 class CudaStageSampler final : public StageSampler {
  public:
+  // The workspace and the sampler are made here, at start-up: a step only reuses them.
   CudaStageSampler(void* stream, int64_t vocab, int max_rows)
-      : stream_(static_cast<cudaStream_t>(stream)), vocab_(vocab), max_rows_(std::max(1, max_rows)) {}
+      : stream_(static_cast<cudaStream_t>(stream)),
+        vocab_(vocab),
+        max_rows_(std::max(1, max_rows)),
+        workspace_(cuda_sampler_workspace_bytes(vocab, max_rows_), "the sampler's workspace"),
+        sampler_(vocab, max_rows_, {}, workspace_.data(), workspace_.bytes()) {}
 
   void apply(const StepPlan& plan) override {
     state_.apply(plan);
-    if (!sampler_ || state_.eos_ids() != eos_ids_) {
-      eos_ids_ = state_.eos_ids();
-      sampler_ = std::make_unique<CudaSampler>(vocab_, max_rows_, eos_ids_);
-    }
+    if (state_.eos_ids() != sampler_.eos_ids()) sampler_.set_eos_ids(state_.eos_ids());
   }
 
   StepResult sample(const StepPlan& plan, const TensorView& logits) override {
@@ -45,7 +48,6 @@ class CudaStageSampler final : public StageSampler {
     CONVEYOR_CHECK(n == 0 || (logits.dtype == DType::kF32 && logits.rows == n && logits.cols == vocab_), "step ",
                    plan.step, ": logits are [", logits.rows, ", ", logits.cols, "] ", dtype_name(logits.dtype),
                    ", expected [", n, ", ", vocab_, "] f32");
-    CONVEYOR_CHECK(sampler_ != nullptr, "internal: sample() before apply()");
     StepResult result;
     result.step = plan.step;
     for (int64_t first = 0; first < n; first += max_rows_) {
@@ -71,7 +73,7 @@ class CudaStageSampler final : public StageSampler {
       mask_off.push_back(static_cast<int64_t>(mask.size()));
     }
     const std::vector<SampledToken> got =
-        sampler_->sample(logits, count, params, hist_off, hist, num_out, mask_off, mask, stream_);
+        sampler_.sample(logits, count, params, hist_off, hist, num_out, mask_off, mask, stream_);
     CONVEYOR_CHECK(static_cast<int>(got.size()) == count, "internal: CudaSampler returned ", got.size(), " of ",
                    count, " rows");
     for (int r = 0; r < count; ++r) {
@@ -84,8 +86,8 @@ class CudaStageSampler final : public StageSampler {
   int64_t vocab_;
   int max_rows_;
   PlanSampler state_;
-  std::vector<int32_t> eos_ids_;
-  std::unique_ptr<CudaSampler> sampler_;
+  CudaBuffer workspace_;  // before sampler_: outlives it
+  CudaSampler sampler_;
 };
 
 }  // namespace

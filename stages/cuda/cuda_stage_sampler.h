@@ -17,7 +17,8 @@ namespace conveyor {
 SamplingRowParams sampling_row_params(const SamplingParams& p, uint64_t seed, size_t num_outputs);
 
 // stream: the ops' stream (Ops::stream()); max_rows: rows sampled per launch (a plan with more
-// logits rows is sampled in several launches).
+// logits rows is sampled in several launches). Allocates the sampler's workspace
+// (cuda_sampler_workspace_bytes, kernels/cuda/sampling.h) now, once; sampling allocates nothing.
 std::unique_ptr<StageSampler> make_cuda_stage_sampler(void* stream, int64_t vocab, int max_rows);
 
 }  // namespace conveyor

@@ -1,4 +1,4 @@
-// Helpers for the dense-kernel GPU tests: a device buffer that frees itself, upload of fp32 values
+// Helpers for the dense-kernel GPU tests: CudaBuffer, a GemmRunner with its own workspace, upload of fp32 values
 // stored as bf16/f16/f32 and the way back, and per-dtype tolerances. Host values are rounded to the
 // storage type first so the CPU twin sees exactly what the GPU reads.
 #pragma once
@@ -11,28 +11,37 @@
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "kernels/cuda/gemm.h"
+#include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
 
 namespace conveyor::testing {
 
-class DeviceBuffer {
+// CudaBuffer (the one device-buffer class, runtime/core/cuda_buffer.h) that holds at least one byte,
+// so an empty case still passes a valid pointer; bytes() is what was asked for.
+class DeviceBuffer : public CudaBuffer {
  public:
-  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) { CONVEYOR_CUDA_CHECK(cudaMalloc(&ptr_, bytes == 0 ? 1 : bytes)); }
-  ~DeviceBuffer() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& other) noexcept : ptr_(other.ptr_), bytes_(other.bytes_) { other.ptr_ = nullptr; }
-  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
-  void* get() const { return ptr_; }
-  template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
-  size_t bytes() const { return bytes_; }
+  explicit DeviceBuffer(size_t bytes) : CudaBuffer(bytes == 0 ? 1 : bytes, "a test buffer"), asked_(bytes) {}
+  void* get() const { return data(); }
+  size_t bytes() const { return asked_; }
 
  private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
+  size_t asked_ = 0;
+};
+
+// Owns a workspace first, then the GemmRunner that uses it: sized for accumulating shapes up to
+// max_m x max_n, which covers every shape these tests time.
+class WorkspaceOwner {
+ protected:
+  explicit WorkspaceOwner(size_t bytes) : workspace_(bytes, "a test GEMM workspace") {}
+  CudaBuffer workspace_;
+};
+
+class TestGemm : private WorkspaceOwner, public GemmRunner {
+ public:
+  explicit TestGemm(size_t lt_bytes = kGemmLtWorkspaceBytes, int64_t max_m = 4096, int64_t max_n = 16384)
+      : WorkspaceOwner(gemm_workspace_bytes(max_m, max_n, lt_bytes)),
+        GemmRunner(workspace_.data(), workspace_.bytes(), lt_bytes) {}
 };
 
 inline float round_to(float v, DType dt) {

@@ -93,7 +93,7 @@ size_t count_of(const std::string& text, const std::string& word) {
 }
 
 TEST(GemmGpu, MatchesCpuTwin) {
-  GemmRunner gemm;
+  testing::TestGemm gemm;
   const std::vector<Shape> nk = {{0, 100, 72}, {0, 7, 64}, {0, 37, 8}, {0, 1000, 512}, {0, 576, 1536}};
   for (DType ab : {DType::kBF16, DType::kF16}) {
     for (DType out : {ab, DType::kF32}) {
@@ -107,7 +107,7 @@ TEST(GemmGpu, MatchesCpuTwin) {
 }
 
 TEST(GemmGpu, HeuristicOnlyAndCachedPlansAgree) {
-  GemmRunner gemm(4u << 20);
+  testing::TestGemm gemm(4u << 20);
   gemm.set_autotune(false);
   for (int64_t m : {1, 16, 300}) check(gemm, DType::kBF16, DType::kBF16, true, {m, 256, 1024});
   const size_t planned = gemm.cached_shapes();
@@ -120,7 +120,7 @@ TEST(GemmGpu, HeuristicOnlyAndCachedPlansAgree) {
 // beta = 1 on the cuBLASLt path (gemv kept out), for decode and prefill row counts; the first call
 // of each shape is timed, which must not add to y more than once.
 TEST(GemmGpu, AccumulateThroughCublasLt) {
-  GemmRunner gemm;
+  testing::TestGemm gemm;
   gemm.set_gemv_policy(GemvPolicy::kNever);
   for (DType ab : {DType::kBF16, DType::kF16}) {
     for (bool with_bias : {false, true}) {
@@ -135,7 +135,7 @@ TEST(GemmGpu, AccumulateThroughCublasLt) {
 // accumulate, bias and f32 logits; describe() names one implementation per shape.
 TEST(GemmGpu, GemvRangeEveryChoiceMatches) {
   for (GemvPolicy policy : {GemvPolicy::kAuto, GemvPolicy::kAlways, GemvPolicy::kNever}) {
-    GemmRunner gemm;
+    testing::TestGemm gemm;
     gemm.set_gemv_policy(policy);
     for (DType ab : {DType::kBF16, DType::kF16}) {
       for (int64_t m : {1, 3, 16}) {
@@ -161,7 +161,7 @@ TEST(GemmGpu, GemvRangeEveryChoiceMatches) {
 // keeps its choice (gemv when forced); replaying an accumulating graph adds once per replay.
 TEST(GemmGpu, GraphCaptureUsesEarlierChoice) {
   for (GemvPolicy policy : {GemvPolicy::kAuto, GemvPolicy::kAlways}) {
-    GemmRunner gemm;
+    testing::TestGemm gemm;
     gemm.set_gemv_policy(policy);
     const DType ab = DType::kBF16;
     const Shape tuned{4, 1000, 4096}, untimed{2, 1000, 4096};
@@ -195,19 +195,19 @@ TEST(GemmGpu, GraphCaptureUsesEarlierChoice) {
 }
 
 TEST(GemmGpu, NoWorkspaceStillRuns) {
-  GemmRunner gemm(0);
+  testing::TestGemm gemm(0);
   check(gemm, DType::kF16, DType::kF16, false, {16, 512, 2048});
 }
 
 TEST(GemmGpu, ZeroRowsIsANoOp) {
-  GemmRunner gemm;
+  testing::TestGemm gemm;
   DeviceBuffer buf(1 << 12);
   EXPECT_NO_THROW(gemm.run(buf.get(), DType::kBF16, buf.get(), buf.get(), DType::kBF16, nullptr, 0, 8, 8, nullptr));
   EXPECT_EQ(gemm.cached_shapes(), 0u);
 }
 
 TEST(GemmGpu, RejectsUnsupportedShapesAndTypes) {
-  GemmRunner gemm;
+  testing::TestGemm gemm;
   DeviceBuffer buf(1 << 16);
   void* p = buf.get();
   // k not a multiple of 8: rows of x and w would not be 16-byte aligned.

@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/error.h"
 #include "runtime/sampling/sampler.h"
@@ -23,14 +24,13 @@ namespace {
 
 using conveyor::testing::random_floats;
 
-// Device buffer freed at scope exit so that failing tests do not leak.
+// n elements of T in a CudaBuffer (runtime/core/cuda_buffer.h), freed at scope exit so that failing
+// tests do not leak.
 template <typename T>
 struct DeviceBuffer {
-  T* ptr = nullptr;
-  explicit DeviceBuffer(size_t n) { CONVEYOR_CUDA_CHECK(cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T))); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(ptr); }
+  CudaBuffer buffer;
+  T* ptr;
+  explicit DeviceBuffer(size_t n) : buffer(std::max<size_t>(n, 1) * sizeof(T), "a test buffer"), ptr(buffer.as<T>()) {}
   void upload(const std::vector<T>& v) {
     CONVEYOR_CUDA_CHECK(cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
   }
@@ -39,6 +39,15 @@ struct DeviceBuffer {
     CONVEYOR_CUDA_CHECK(cudaMemcpy(v.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost));
     return v;
   }
+};
+
+// A CudaSampler and the workspace it works in, allocated as a stage does at start-up.
+struct OwnedSampler {
+  OwnedSampler(int64_t vocab, int rows, std::vector<int32_t> eos)
+      : workspace(cuda_sampler_workspace_bytes(vocab, rows), "a test sampler workspace"),
+        sampler(vocab, rows, std::move(eos), workspace.data(), workspace.bytes()) {}
+  CudaBuffer workspace;
+  CudaSampler sampler;
 };
 
 TEST(SamplingNoiseGpu, DeviceBitsEqualHost) {
@@ -102,7 +111,8 @@ void check_against_cpu(const std::vector<float>& logits, int64_t vocab, const st
   }
   DeviceBuffer<float> d_logits(logits.size());
   d_logits.upload(logits);
-  CudaSampler gpu(vocab, rows + 3, eos);  // spare rows: the batch need not fill the sampler
+  OwnedSampler owned(vocab, rows + 3, eos);
+  CudaSampler& gpu = owned.sampler;  // spare rows: the batch need not fill the sampler
   const std::vector<SampledToken> got =
       gpu.sample(d_logits.ptr, rows, params, hist_off, hist, num_out, mask_off, mask, nullptr);
   // The device copy of the logits must be left as it was (logprobs are of the raw logits).
@@ -302,7 +312,8 @@ TEST(CudaSamplerGpu, NonFiniteLogitsThrow) {
   logits[vocab + 1234] = std::numeric_limits<float>::quiet_NaN();
   DeviceBuffer<float> d(logits.size());
   d.upload(logits);
-  CudaSampler gpu(vocab, 2, {0});
+  OwnedSampler owned(vocab, 2, {0});
+  CudaSampler& gpu = owned.sampler;
   std::vector<SamplingRowParams> params(2);
   try {
     gpu.sample(d.ptr, 2, params, {0, 0, 0}, {}, {0, 0}, {0, 0, 0}, {}, nullptr);
@@ -317,7 +328,8 @@ TEST(CudaSamplerGpu, BadTokenIdsThrow) {
   std::vector<float> logits = random_floats(vocab, 6, -4.f, 4.f);
   DeviceBuffer<float> d(logits.size());
   d.upload(logits);
-  CudaSampler gpu(vocab, 1, {0});
+  OwnedSampler owned(vocab, 1, {0});
+  CudaSampler& gpu = owned.sampler;
   std::vector<SamplingRowParams> params(1);
   params[0].repetition_penalty = 1.5f;
   EXPECT_THROW(gpu.sample(d.ptr, 1, params, {0, 2}, {5, 100}, {1}, {0, 0}, {}, nullptr), Error);
