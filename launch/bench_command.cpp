@@ -316,8 +316,7 @@ void add_details(json& out, const Details& d) {
   const std::string& mode = d.bench.mode;
   const int gpus = d.session.world().world_size();
   const double elapsed = mode == "throughput" ? out["elapsed_time"].get<double>() : out["avg_latency"].get<double>();
-  std::vector<int64_t> partition;
-  for (const auto& r : stage_layer_ranges(cfg, d.spec)) partition.push_back(r[1] - r[0]);
+  const std::vector<int64_t>& partition = d.session.partition();  // the split this run used
   const Layout& layout = d.session.world().layout();
   const ModelRunner& runner = d.engine.runner();
   out["mode"] = mode;

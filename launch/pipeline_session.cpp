@@ -39,7 +39,7 @@ void PipelineSession::start(const Config& cfg, const ModelSpec& spec) {
   // The GPU must be current before NCCL communicators are made on it.
   device_ = make_device(backend, mpi_.local_rank());
   groups_ = make_process_groups(*world_, backend);
-  parts_ = make_pipeline_stage(cfg, spec, *world_, *groups_, backend, std::max(0, device_->info().index));
+  parts_ = make_pipeline_stage(StageOptions::from_config(cfg), spec, *world_, *groups_, backend, std::max(0, device_->info().index));
   CONVEYOR_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, is_leader() ? 0 : MPI_UNDEFINED, world_->data_rank(), &leaders_));
   if (world_->world_size() > 1) {
     Watchdog::Options opt;

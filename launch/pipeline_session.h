@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/config/config.h"
 #include "runtime/dist/device.h"
@@ -36,6 +37,8 @@ class PipelineSession {
   MPI_Comm leaders() const { return leaders_; }
   int rank() const { return mpi_.rank(); }
   const WorldConfig& world() const { return *world_; }
+  // Layers per stage as this run split them (plan_layout), for reports. Made by start().
+  const std::vector<int64_t>& partition() const { return parts_.partition; }
   // Leader: the Engine's runner (it refers to this session, which must outlive it).
   std::unique_ptr<ModelRunner> make_runner();
   // Other ranks: run plans until shutdown.

@@ -14,7 +14,9 @@
 #include "runtime/config/cli.h"
 #include "runtime/core/error.h"
 #include "runtime/dist/link_probe.h"
+#include "stages/layout_plan.h"
 #include "stages/partitioner.h"
+#include "stages/stage_options.h"
 
 namespace po = boost::program_options;
 
@@ -27,16 +29,6 @@ namespace {
 // the order of 10-30 us. An estimate, not a measurement (doctor cannot see the engine's host loop); a
 // `--trace` of a real run shows it as the gap between steps.
 constexpr double kDefaultStepOverheadUs = 100.0;
-
-nlohmann::json read_doctor_json(const std::string& path) {
-  std::ifstream in(path);
-  CONVEYOR_CHECK(in.good(), "cannot read --doctor-json ", path, "; write it with `conveyor doctor --output-json`");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    CONVEYOR_THROW("--doctor-json ", path, " is not JSON: ", e.what());
-  }
-}
 
 // The slowest measured link of each kind sets the pace: the lowest bandwidths, the highest latency.
 // The doctor measures no all-reduce latency, so that one keeps its default.
@@ -63,15 +55,12 @@ LinkCosts links_from_doctor(const nlohmann::json& j, const std::string& path) {
   return links;
 }
 
-// The device model's measured parts (from --doctor-json) and the host step overhead.
-DeviceProfile device_model(const po::variables_map& vm, const nlohmann::json* doctor, const std::string& path) {
-  DeviceProfile p;
-  if (doctor != nullptr) p = device_profile_from_json(*doctor, path);
+// The host step overhead of the device model: --step-overhead-us, else a default when speeds are measured.
+void set_step_overhead(const po::variables_map& vm, DeviceProfile* p) {
   const double us = vm.count("step-overhead-us") ? vm["step-overhead-us"].as<double>()
-                                                 : (p.any() ? kDefaultStepOverheadUs : 0.0);
+                                                 : (p->any() ? kDefaultStepOverheadUs : 0.0);
   CONVEYOR_CHECK(us >= 0, "--step-overhead-us must be >= 0, got ", us);
-  p.step_overhead_s = us * 1e-6;
-  return p;
+  p->step_overhead_s = us * 1e-6;
 }
 
 void print_device_model(const DeviceCeilings& dev) {
@@ -101,13 +90,13 @@ nlohmann::json comparison_json(const CompareWorkload& cw, int gpus, const Device
           {"layouts", rows}};
 }
 
-int run_compare(const po::variables_map& vm, const Config& cfg, const ModelSpec& spec, const DeviceCeilings& dev,
+int run_compare(const po::variables_map& vm, const StageOptions& opt, const ModelSpec& spec, const DeviceCeilings& dev,
                 const nlohmann::json* doctor, const std::string& doctor_path) {
   CompareWorkload cw;
-  cw.batch = vm.count("batch") ? vm["batch"].as<int64_t>() : cfg.get_int("scheduler.max_num_seqs");
+  cw.batch = opt.max_num_seqs;
   cw.input_len = vm["input-len"].as<int64_t>();
   cw.output_len = vm["output-len"].as<int64_t>();
-  cw.micro_batches = static_cast<int>(cfg.get_int("parallel.micro_batches"));
+  cw.micro_batches = opt.micro_batches;
   CONVEYOR_CHECK(vm.count("gpus"), "--compare needs --gpus N (the GPUs to lay the model out on)");
   const int gpus = vm["gpus"].as<int>();
   LinkCosts links;
@@ -143,7 +132,8 @@ int run_plan_command(const Args& args) {
       "input-len", po::value<int64_t>()->default_value(1024), "--compare: prompt tokens per sequence")(
       "output-len", po::value<int64_t>()->default_value(1024), "--compare: generated tokens per sequence")(
       "doctor-json", po::value<std::string>(),
-      "measured device speeds (and, with --compare, link costs) from `conveyor doctor --output-json`")(
+      "measured device speeds (and, with --compare, link costs) from `conveyor doctor --output-json` "
+      "(default: parallel.device_profile, the file the run plans its split with)")(
       "doctor", po::value<std::string>(), "the same as --doctor-json")(
       "step-overhead-us", po::value<double>(),
       "host time per decode step and stage (default: 100 with doctor measurements, else 0)")(
@@ -163,36 +153,32 @@ int run_plan_command(const Args& args) {
   CONVEYOR_CHECK(!shape.empty(), "conveyor plan needs a model shape: --model PATH (HF dir, .gguf) or "
                                  "--set model.config=configs/models/<name>.yaml");
   ModelSpec spec = load_model_spec(shape);
-  DeviceCeilings dev;
-  dev.memory = static_cast<double>(parse_byte_size(vm["device-memory"].as<std::string>()));
-  dev.flops = vm["peak-tflops"].as<double>() * 1e12;
-  dev.bandwidth = vm["peak-bandwidth"].as<double>() * 1e12;
-  dev.memory_utilization = cfg.get_float("cache.gpu_memory_utilization");
+  // The options the run would take from this config: the plan below is the split it runs.
+  StageOptions opt = StageOptions::from_config(cfg);
+  if (vm.count("batch")) opt.max_num_seqs = vm["batch"].as<int64_t>();
   CONVEYOR_CHECK(!(vm.count("doctor") && vm.count("doctor-json")), "give --doctor or --doctor-json, not both");
   const std::string doctor_path = vm.count("doctor")        ? vm["doctor"].as<std::string>()
                                   : vm.count("doctor-json") ? vm["doctor-json"].as<std::string>()
-                                                            : "";
+                                                            : opt.device_profile;
   nlohmann::json doctor;
   if (!doctor_path.empty()) doctor = read_doctor_json(doctor_path);
   const nlohmann::json* doctor_ptr = doctor_path.empty() ? nullptr : &doctor;
-  dev.measured = device_model(vm, doctor_ptr, doctor_path);
-  if (vm.count("compare")) return run_compare(vm, cfg, spec, dev, doctor_ptr, doctor_path);
+  DeviceCeilings dev = doctor_ptr ? ceilings_from_doctor(doctor, doctor_path) : DeviceCeilings{};
+  dev.memory = static_cast<double>(parse_byte_size(vm["device-memory"].as<std::string>()));
+  dev.flops = vm["peak-tflops"].as<double>() * 1e12;
+  dev.bandwidth = vm["peak-bandwidth"].as<double>() * 1e12;
+  dev.memory_utilization = opt.gpu_memory_utilization;
+  set_step_overhead(vm, &dev.measured);
+  if (vm.count("compare")) return run_compare(vm, opt, spec, dev, doctor_ptr, doctor_path);
   for (const char* flag : {"gpus", "output-json"})
     CONVEYOR_CHECK(!vm.count(flag), "--", flag, " applies to --compare only");
 
-  Workload w;
-  w.batch = vm.count("batch") ? vm["batch"].as<int64_t>() : cfg.get_int("scheduler.max_num_seqs");
-  w.context = vm["context"].as<int64_t>();
-  w.pipeline = static_cast<int>(cfg.get_int("parallel.pipeline"));
-  w.tensor = static_cast<int>(cfg.get_int("parallel.tensor"));
-  w.micro_batches = static_cast<int>(cfg.get_int("parallel.micro_batches"));
-  CONVEYOR_CHECK(w.batch >= 1 && w.context >= 1, "--batch and --context must be >= 1");
-
-  std::vector<int64_t> partition = cfg.get_int_list("parallel.partition");
-  PartitionPlan plan = plan_partition(spec, w, dev, partition);
-  std::cout << format_plan(spec, w, plan);
+  const int64_t context = vm["context"].as<int64_t>();
+  CONVEYOR_CHECK(opt.max_num_seqs >= 1 && context >= 1, "--batch and --context must be >= 1");
+  const LayoutPlan plan = plan_layout(opt, spec, dev, context);
+  std::cout << format_plan(spec, plan.workload, plan.partition);
   print_device_model(dev);
-  return plan.fits ? 0 : 3;
+  return plan.partition.fits ? 0 : 3;
 }
 
 }  // namespace conveyor

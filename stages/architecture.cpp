@@ -43,7 +43,7 @@ ModelTraits model_traits(const ModelSpec& spec, int tp_size) {
   t.tie_word_embeddings = spec.tie_word_embeddings;
   t.attention.n_heads = static_cast<int>(spec.heads / tp_size);
   // KV heads split across ranks, or replicated when there are fewer than ranks.
-  t.attention.n_kv_heads = static_cast<int>(std::max<int64_t>(1, spec.kv_heads / tp_size));
+  t.attention.n_kv_heads = static_cast<int>(kv_heads_per_rank(spec, tp_size));
   t.attention.head_dim = static_cast<int>(spec.head_dim);
   t.attention.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(spec.head_dim)));
   t.attention.sliding_window = spec.sliding_window ? static_cast<int>(*spec.sliding_window) : 0;

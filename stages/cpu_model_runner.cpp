@@ -8,10 +8,8 @@
 #include <cmath>
 #include <utility>
 
-#include "runtime/config/config.h"
 #include "runtime/core/error.h"
 #include "runtime/model/weight_loader.h"
-#include "runtime/model/weights_dummy.h"
 #include "stages/cpu_ops.h"
 
 namespace conveyor {
@@ -36,10 +34,10 @@ void CpuModelRunner::forward(const StepPlan& plan, std::vector<float>* logits) {
   stage_->forward(plan, Tensor(), logits);
 }
 
-int cpu_kv_blocks(const Config& cfg, const ModelSpec& spec) {
-  const int block_size = static_cast<int>(cfg.get_int("cache.block_size"));
-  if (cfg.get_int("cache.num_blocks") > 0) return static_cast<int>(cfg.get_int("cache.num_blocks"));
-  const double gib = cfg.get_float("cache.cpu_kv_cache_space");
+int cpu_kv_blocks(const StageOptions& opt, const ModelSpec& spec) {
+  const int block_size = opt.block_size;
+  if (opt.num_blocks > 0) return static_cast<int>(opt.num_blocks);
+  const double gib = opt.cpu_kv_cache_space_gib;
   const auto budget = static_cast<size_t>(gib * 1024.0 * 1024.0 * 1024.0);
   const int blocks = KvCache::blocks_that_fit(budget, static_cast<int>(spec.layers), block_size,
                                               static_cast<int>(spec.kv_heads), static_cast<int>(spec.head_dim));
@@ -51,19 +49,9 @@ int cpu_kv_blocks(const Config& cfg, const ModelSpec& spec) {
   return blocks;
 }
 
-std::unique_ptr<LocalModelRunner> make_cpu_model_runner(const Config& cfg, const ModelSpec& spec) {
-  const WeightShare share = WeightShare::whole_model(spec);
-  WeightSet weights;
-  if (cfg.get_string("model.load_format") == "dummy") {
-    weights = make_dummy_weights(spec, share, static_cast<uint64_t>(cfg.get_int("runtime.seed")));
-  } else {
-    const std::string& path = cfg.get_string("model.path");
-    CONVEYOR_CHECK(!path.empty(), "model.path is empty: give a model directory or .gguf file (--model), or use "
-                   "--load-format dummy with --model-config");
-    weights = WeightLoader(spec, open_weight_source(path)).load_share(share);  // lazy: the set owns the source
-  }
-  return std::make_unique<CpuModelRunner>(spec, std::move(weights), cpu_kv_blocks(cfg, spec),
-                                          static_cast<int>(cfg.get_int("cache.block_size")));
+std::unique_ptr<LocalModelRunner> make_cpu_model_runner(const StageOptions& opt, const ModelSpec& spec) {
+  WeightSet weights = open_share(spec, WeightShare::whole_model(spec), opt.weights);
+  return std::make_unique<CpuModelRunner>(spec, std::move(weights), cpu_kv_blocks(opt, spec), opt.block_size);
 }
 
 }  // namespace conveyor

@@ -1,6 +1,6 @@
 // CpuModelRunner: the whole model on one rank over the CPU backend, a single StageModel owning all
-// layers, with its KV cache in host memory. make_cpu_model_runner (declared in model_runner.h) builds
-// it from the config; the constructor is public for tests that bring their own weights.
+// layers, with its KV cache in host memory. make_cpu_model_runner (declared in local_model_runner.h)
+// builds it from StageOptions; the constructor is public for tests that bring their own weights.
 #pragma once
 
 #include <memory>
@@ -10,6 +10,7 @@
 #include "stages/kv_cache.h"
 #include "stages/local_model_runner.h"
 #include "stages/stage_model.h"
+#include "stages/stage_options.h"
 
 namespace conveyor {
 
@@ -32,8 +33,8 @@ class CpuModelRunner final : public LocalModelRunner {
   std::unique_ptr<StageModel> stage_;
 };
 
-// KV blocks for the whole model: cache.num_blocks when > 0, else as many as cache.cpu_kv_cache_space
-// GiB hold. Throws when not even one block fits.
-int cpu_kv_blocks(const Config& cfg, const ModelSpec& spec);
+// KV blocks for the whole model: opt.num_blocks when > 0, else as many as opt.cpu_kv_cache_space_gib
+// hold. Throws when not even one block fits.
+int cpu_kv_blocks(const StageOptions& opt, const ModelSpec& spec);
 
 }  // namespace conveyor

@@ -14,13 +14,6 @@ bool DecodeGraphs::is_pure_decode(const StepPlan& plan) {
   return true;
 }
 
-int DecodeGraphs::bucket_for(int n) {
-  if (n <= 0 || n > kMaxBucket) return 0;
-  int b = 1;
-  while (b < n) b *= 2;
-  return b;
-}
-
 int DecodeGraphs::stride_for(int max_blocks) {
   int s = kMinStride;
   while (s < max_blocks) s *= 2;

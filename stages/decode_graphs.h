@@ -14,12 +14,13 @@
 
 #include "runtime/engine/step_plan.h"
 #include "stages/backend.h"
+#include "stages/decode_buckets.h"
 
 namespace conveyor {
 
 class DecodeGraphs {
  public:
-  static constexpr int kMaxBucket = 256;
+  static constexpr int kMaxBucket = kMaxDecodeBucket;
   static constexpr int kMinStride = 8;
   static constexpr size_t kMaxGraphs = 32;  // least recently used ones go beyond this
 
@@ -33,8 +34,8 @@ class DecodeGraphs {
 
   // Whether the plan is pure decode (every chunk one token) and not empty.
   static bool is_pure_decode(const StepPlan& plan);
-  // The bucket n sequences pad to; 0 when n exceeds kMaxBucket.
-  static int bucket_for(int n);
+  // The bucket n sequences pad to; 0 when n exceeds kMaxBucket (decode_buckets.h).
+  static int bucket_for(int n) { return decode_bucket_for(n); }
   static int stride_for(int max_blocks);
   // b padded to `bucket` sequences of one token, block tables re-laid at `stride`, logit rows
   // padded to `bucket` (the real ones first).

@@ -26,9 +26,9 @@ class LocalModelRunner : public ModelRunner {
   std::deque<StepResult> done_;
 };
 
-class Config;
-// The CPU reference runner for a whole model on one rank (stages/cpu_model_runner.cpp): spec and
-// weights from cfg (model.path / model.config, model.load_format), KV blocks from cache.num_blocks or
-// cache.cpu_kv_cache_space, block size cache.block_size.
-std::unique_ptr<LocalModelRunner> make_cpu_model_runner(const Config& cfg, const ModelSpec& spec);
+struct StageOptions;
+// The CPU reference runner for a whole model on one rank (stages/cpu_model_runner.cpp): weights from
+// opt.weights (open_share), KV blocks from opt.num_blocks or opt.cpu_kv_cache_space_gib, block size
+// opt.block_size.
+std::unique_ptr<LocalModelRunner> make_cpu_model_runner(const StageOptions& opt, const ModelSpec& spec);
 }  // namespace conveyor

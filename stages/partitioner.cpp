@@ -10,7 +10,8 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
-#include "stages/decode_graphs.h"
+#include "runtime/model/weights_layout.h"
+#include "stages/decode_buckets.h"
 
 namespace conveyor {
 
@@ -24,11 +25,6 @@ namespace {
 
 double roofline(double flops, double bytes, const DeviceCeilings& dev) {
   return std::max(flops / dev.flops, bytes / dev.bandwidth);
-}
-
-// KV heads per TP rank (replicated when tp exceeds them).
-double kv_heads_per_rank(const ModelSpec& s, int tp) {
-  return std::max<double>(1.0, static_cast<double>(s.kv_heads) / tp);
 }
 
 // fp32 logits: written once, then about eight passes by sampling (softmax, penalties, top-k/top-p
@@ -48,11 +44,11 @@ const int kSmallKernelsPerLayer = 4;
 const int kHeadSmallKernels = 2;
 const int kEmbedSmallKernels = 1;
 
-// Rows a decode step's kernels run at: stages/decode_graphs.h pads n sequences to its next bucket (1, 2,
+// Rows a decode step's kernels run at: stages/decode_buckets.h pads n sequences to its next bucket (1, 2,
 // 4, ... 256) so one captured graph serves them; above the last bucket the step runs eagerly, unpadded.
 double decode_rows(double tokens) {
   const int n = static_cast<int>(std::ceil(tokens));
-  const int bucket = DecodeGraphs::bucket_for(n);
+  const int bucket = decode_bucket_for(n);
   return bucket > 0 ? bucket : n;
 }
 
@@ -185,7 +181,7 @@ void check_partition(const std::vector<int64_t>& partition, int pipeline, int64_
 PartitionPlan plan_partition(const ModelSpec& spec, const Workload& w, const DeviceCeilings& dev,
                              const std::vector<int64_t>& partition_override) {
   const int P = w.pipeline;
-  const int M = w.micro_batches > 0 ? w.micro_batches : P;
+  const int M = micro_batches_for(w.micro_batches, P);
   const double tokens = static_cast<double>(w.batch) / M;  // sequences per micro-batch
   std::vector<double> cost(spec.layers, layer_time(spec, w, dev, tokens));
   double first = embed_time(spec, w, dev, tokens), last = head_time(spec, w, dev, tokens);
@@ -235,7 +231,7 @@ PartitionPlan plan_partition(const ModelSpec& spec, const Workload& w, const Dev
 
 std::string format_plan(const ModelSpec& spec, const Workload& w, const PartitionPlan& plan) {
   std::ostringstream os;
-  int M = w.micro_batches > 0 ? w.micro_batches : w.pipeline;
+  const int M = micro_batches_for(w.micro_batches, w.pipeline);
   os << "model: " << architecture_name(spec.architecture) << ", " << spec.layers << " layers, hidden " << spec.hidden
      << ", vocab " << spec.vocab << "\nlayout: pipeline " << w.pipeline << " x tensor " << w.tensor << ", "
      << M << " micro-batches of " << w.batch / M << " sequences, context " << w.context << "\n\n";
@@ -340,7 +336,7 @@ LayoutPrediction predict_layout(const ModelSpec& s, const CompareWorkload& cw, i
   LayoutPrediction p;
   p.pipeline = pipeline;
   p.tensor = tensor;
-  p.micro_batches = cw.micro_batches > 0 ? cw.micro_batches : pipeline;
+  p.micro_batches = micro_batches_for(cw.micro_batches, pipeline);
   const PartitionPlan plan = plan_partition(s, w, dev, {});  // the split the runtime uses
   p.fits = plan.fits;
   p.why_not = plan.why_not;

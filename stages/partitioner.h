@@ -25,6 +25,10 @@ struct DeviceCeilings {
   DeviceProfile measured;         // doctor's component speeds; empty: every kernel at the ceilings above
 };
 
+// Micro-batches in flight in a pipeline of `pipeline` stages: the configured count (parallel.micro_batches),
+// or one per stage when it is 0. The one place this default is written.
+inline int micro_batches_for(int configured, int pipeline) { return configured > 0 ? configured : pipeline; }
+
 struct Workload {
   int64_t batch = 256;        // sequences decoding together (max_num_seqs)
   int64_t context = 2048;     // mean tokens in each sequence's KV cache

@@ -14,16 +14,15 @@
 #include <thread>
 #include <utility>
 
-#include "runtime/config/config.h"
 #include "runtime/core/error.h"
 #include "runtime/dist/mpi_communicator.h"
 #include "runtime/dist/process_groups.h"
 #include "runtime/dist/world_config.h"
 #include "runtime/model/weight_loader.h"
-#include "runtime/model/weights_dummy.h"
 #include "stages/architecture.h"
 #include "stages/cpu_ops.h"
 #include "stages/memory_table.h"
+#include "stages/layout_plan.h"
 #include "stages/partitioner.h"
 #ifdef CONVEYOR_WITH_CUDA
 #include "stages/cuda/cuda_stage_parts.h"
@@ -251,32 +250,17 @@ void PipelineStage::shutdown() {
 
 // --- construction ---------------------------------------------------------------------------------
 
-std::vector<std::array<int64_t, 2>> stage_layer_ranges(const Config& cfg, const ModelSpec& spec) {
-  Workload w;
-  w.batch = cfg.get_int("scheduler.max_num_seqs");
-  w.pipeline = static_cast<int>(cfg.get_int("parallel.pipeline"));
-  w.tensor = static_cast<int>(cfg.get_int("parallel.tensor"));
-  w.micro_batches = static_cast<int>(cfg.get_int("parallel.micro_batches"));
-  CONVEYOR_CHECK(spec.layers >= w.pipeline, spec.source, " has ", spec.layers, " layers, fewer than the ", w.pipeline,
-                 " pipeline stages asked for (parallel.pipeline)");
-  const PartitionPlan plan = plan_partition(spec, w, DeviceCeilings{}, cfg.get_int_list("parallel.partition"));
-  std::vector<std::array<int64_t, 2>> ranges;
-  for (const StageCost& s : plan.stages) ranges.push_back({s.first_layer, s.last_layer});
-  return ranges;
-}
-
 namespace {
 
 // This rank's KV blocks on the CPU backend: cache.num_blocks, else what cache.cpu_kv_cache_space holds.
-long long cpu_stage_kv_blocks(const Config& cfg, const ModelSpec& spec, const WeightShare& share, int kv_heads) {
-  const int block_size = static_cast<int>(cfg.get_int("cache.block_size"));
+long long cpu_stage_kv_blocks(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, int kv_heads) {
   const int layers = static_cast<int>(share.last_layer - share.first_layer);
-  long long blocks = cfg.get_int("cache.num_blocks");
+  long long blocks = opt.num_blocks;
   if (blocks <= 0) {
-    const double gib = cfg.get_float("cache.cpu_kv_cache_space");
+    const double gib = opt.cpu_kv_cache_space_gib;
     const auto budget = static_cast<size_t>(gib * 1024.0 * 1024.0 * 1024.0);
-    blocks = KvCache::blocks_that_fit(budget, layers, block_size, kv_heads, static_cast<int>(spec.head_dim));
-    CONVEYOR_CHECK(blocks > 0, "cache.cpu_kv_cache_space = ", gib, " GiB holds no KV block of ", block_size,
+    blocks = KvCache::blocks_that_fit(budget, layers, opt.block_size, kv_heads, static_cast<int>(spec.head_dim));
+    CONVEYOR_CHECK(blocks > 0, "cache.cpu_kv_cache_space = ", gib, " GiB holds no KV block of ", opt.block_size,
                    " tokens for ", share.describe(), "; raise it or set cache.num_blocks");
   }
   return blocks;
@@ -297,11 +281,12 @@ std::unique_ptr<Communicator> control_comm(MPI_Comm group, const std::string& na
 
 }  // namespace
 
-PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, const WorldConfig& world,
+PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& spec, const WorldConfig& world,
                                   ProcessGroups& groups, Backend backend, int device) {
   const Layout& layout = world.layout();
   const RankCoord me = world.coord();
-  const auto ranges = stage_layer_ranges(cfg, spec);
+  const LayoutPlan plan = plan_layout(opt, spec, planning_ceilings(opt.device_profile));
+  const auto ranges = plan.stage_ranges();
   WeightShare share;
   share.first_layer = ranges[static_cast<size_t>(me.stage)][0];
   share.last_layer = ranges[static_cast<size_t>(me.stage)][1];
@@ -312,6 +297,7 @@ PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, cons
   const ModelTraits traits = model_traits(spec, layout.tensor);
 
   PipelineParts parts;
+  parts.partition = plan.layer_counts();
   StageLinks links;
   if (layout.tensor > 1) {
     links.tensor = groups.tensor.get();
@@ -323,17 +309,9 @@ PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, cons
     parts.control.push_back(control_comm(groups.pipeline_mpi, "pipeline control of tp rank " + std::to_string(me.tensor)));
     links.pipeline_ctl = parts.control.back().get();
   }
-  WeightSet weights;
-  if (cfg.get_string("model.load_format") == "dummy") {
-    weights = make_dummy_weights(spec, share, static_cast<uint64_t>(cfg.get_int("runtime.seed")));
-  } else {
-    const std::string& path = cfg.get_string("model.path");
-    CONVEYOR_CHECK(!path.empty(), "model.path is empty: give a model directory or .gguf file (--model), or use "
-                   "--load-format dummy with --model-config");
-    weights = WeightLoader(spec, open_weight_source(path)).load_share(share);  // lazy: the set owns the source
-  }
+  WeightSet weights = open_share(spec, share, opt.weights);
   PagedKvShape kv;
-  kv.block_size = static_cast<int>(cfg.get_int("cache.block_size"));
+  kv.block_size = opt.block_size;
   kv.n_kv_heads = traits.attention.n_kv_heads;
   kv.head_dim = static_cast<int>(spec.head_dim);
   std::unique_ptr<Ops> ops;
@@ -342,9 +320,9 @@ PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, cons
   if (backend == Backend::kCuda) {
 #ifdef CONVEYOR_WITH_CUDA
     const bool samples = share.lm_head && me.tensor == 0;
-    CudaStageParts cuda = make_cuda_stage_parts(cfg, spec, share, weights, kv, samples, device, me.stage);
+    CudaStageParts cuda = make_cuda_stage_parts(opt, spec, share, weights, kv, samples, device, me.stage);
     // Collective: every rank fails with the whole table when one of them has no room.
-    require_memory_fit(cuda.memory, cfg.get_float("cache.gpu_memory_utilization"));
+    require_memory_fit(cuda.memory, opt.gpu_memory_utilization);
     ops = std::move(cuda.ops);
     sampler = std::move(cuda.sampler);
     blocks = cuda.kv_blocks;
@@ -354,15 +332,14 @@ PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, cons
 #endif
   } else {
     ops = make_cpu_ops();
-    blocks = cpu_stage_kv_blocks(cfg, spec, share, kv.n_kv_heads);
+    blocks = cpu_stage_kv_blocks(opt, spec, share, kv.n_kv_heads);
   }
   kv.num_blocks = agreed_kv_blocks(blocks);
   parts.stage = std::make_unique<PipelineStage>(spec, share, std::move(weights), std::move(ops), kv, me.stage,
                                                 layout.pipeline, links, std::move(sampler));
-  parts.stage->set_cuda_graphs(cfg.get_bool("runtime.cuda_graphs"));
-  parts.stage->set_profile_step(cfg.get_int("runtime.profile_step"));
-  const int configured = static_cast<int>(cfg.get_int("parallel.micro_batches"));
-  parts.micro_batches = configured > 0 ? configured : layout.pipeline;
+  parts.stage->set_cuda_graphs(opt.cuda_graphs);
+  parts.stage->set_profile_step(opt.profile_step);
+  parts.micro_batches = micro_batches_for(opt.micro_batches, layout.pipeline);
   CONVEYOR_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
   parts.stage->start_clock();
   return parts;

@@ -23,10 +23,10 @@
 #include "stages/pipeline_trace.h"
 #include "stages/plan_sampler.h"
 #include "stages/stage_model.h"
+#include "stages/stage_options.h"
 
 namespace conveyor {
 
-class Config;
 class WorldConfig;
 struct ProcessGroups;
 
@@ -120,21 +120,20 @@ class PipelineRunner final : public ModelRunner {
   int micro_batches_;
 };
 
-// This rank's layers: parallel.partition when given, else the planner's min-max split for the
-// configured batch. Returns [first, last) per stage.
-std::vector<std::array<int64_t, 2>> stage_layer_ranges(const Config& cfg, const ModelSpec& spec);
-
-// Everything one rank needs to take part: its share of the weights (loaded or dummy), its KV cache
-// (the block count agreed as the minimum over all ranks), the control communicators. Collective over
-// MPI_COMM_WORLD. The returned stage keeps pointers into `groups`, which must have been made for the
-// same backend. On kCuda, `device` is this rank's GPU ordinal (already current), the dtype comes from
-// model.dtype and the KV blocks from cache.gpu_memory_utilization (unless cache.num_blocks is set).
+// Everything one rank needs to take part: its share of the weights (open_share: loaded or dummy), its
+// KV cache (the block count agreed as the minimum over all ranks), the control communicators. Its
+// layers come from plan_layout (stages/layout_plan.h), the split `conveyor plan` prints for the same
+// options. Collective over MPI_COMM_WORLD. The returned stage keeps pointers into `groups`, which must
+// have been made for the same backend. On kCuda, `device` is this rank's GPU ordinal (already
+// current), the dtype comes from opt.dtype and the KV blocks from opt.gpu_memory_utilization (unless
+// opt.num_blocks is set).
 struct PipelineParts {
   std::vector<std::unique_ptr<Communicator>> control;  // owned MPI control communicators
   std::unique_ptr<PipelineStage> stage;
   int micro_batches = 1;
+  std::vector<int64_t> partition;  // layers per stage, as this run split them
 };
-PipelineParts make_pipeline_stage(const Config& cfg, const ModelSpec& spec, const WorldConfig& world,
+PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& spec, const WorldConfig& world,
                                   ProcessGroups& groups, Backend backend = Backend::kCpu, int device = 0);
 
 }  // namespace conveyor

@@ -47,6 +47,8 @@ std::vector<KeySpec> build_schema() {
       ranged(key("parallel.tensor", VT::kInt, "1", "tensor-parallel ranks per stage"), 1, 1 << 10),
       key("parallel.partition", VT::kIntList, "[]", "layers per stage, e.g. [19, 21, 21, 19] (empty: planner)"),
       ranged(key("parallel.micro_batches", VT::kInt, "0", "micro-batches in flight (0: = pipeline)"), 0, 1024),
+      key("parallel.device_profile", VT::kString, "",
+          "`conveyor doctor --output-json` file the layer split is planned with (empty: the roofline)"),
       // scheduler
       ranged(key("scheduler.max_num_seqs", VT::kInt, "256", "sequences per step"), 1, 1 << 20),
       ranged(key("scheduler.max_num_batched_tokens", VT::kInt, "8192", "tokens per step"), 1, 1 << 24),

@@ -10,6 +10,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
+#include "runtime/model/weights_dummy.h"
 
 namespace conveyor {
 namespace {
@@ -121,6 +122,13 @@ WeightSet WeightLoader::load_share(const WeightShare& share) const {
             [self, id](const HostTensor& t, float* out) { self->read(id, t, out); });
   }
   return set;
+}
+
+WeightSet open_share(const ModelSpec& spec, const WeightShare& share, const WeightOrigin& origin) {
+  if (origin.dummy) return make_dummy_weights(spec, share, origin.seed);
+  CONVEYOR_CHECK(!origin.path.empty(), "model.path is empty: give a model directory or .gguf file (--model), or use "
+                 "--load-format dummy with --model-config");
+  return WeightLoader(spec, open_weight_source(origin.path)).load_share(share);  // lazy: the set owns the source
 }
 
 }  // namespace conveyor

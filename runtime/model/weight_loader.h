@@ -4,8 +4,10 @@
 // shape and a convertible dtype, nothing unexpected, one dtype (safetensors). load_share returns a
 // lazy WeightSet: each tensor is read only when materialised. GGUF llama Q/K rows, permuted for
 // interleaved rotary by llama.cpp's converter, are put back in HF order, so both formats agree.
+// open_share is the one place that picks a rank's weight source (dummy values or a checkpoint).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -42,5 +44,16 @@ class WeightLoader {
   std::shared_ptr<const WeightSource> source_;
   bool unpermute_qk_ = false;
 };
+
+// Where a rank's weights come from (model.load_format, model.path, runtime.seed).
+struct WeightOrigin {
+  bool dummy = false;  // load_format dummy: values from `seed`, no checkpoint read
+  std::string path;    // the checkpoint: an HF directory or a .gguf file
+  uint64_t seed = 0;
+};
+
+// The share's weights from `origin`: dummy values (make_dummy_weights), or a lazy set over the
+// checkpoint that keeps it open. Throws when a checkpoint is asked for and origin.path is empty.
+WeightSet open_share(const ModelSpec& spec, const WeightShare& share, const WeightOrigin& origin);
 
 }  // namespace conveyor

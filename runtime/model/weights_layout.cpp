@@ -129,6 +129,11 @@ void check_tensor_parallel(const ModelSpec& s, int tp) {
                  s.intermediate, " of ", s.source);
 }
 
+int64_t kv_heads_per_rank(const ModelSpec& s, int tp) {
+  CONVEYOR_CHECK(tp >= 1, "tensor-parallel size must be >= 1, found ", tp);
+  return std::max<int64_t>(1, s.kv_heads / tp);
+}
+
 HostTensor make_share_header(const ModelSpec& spec, const WeightId& id, const WeightShare& share) {
   HostTensor t;
   t.name = internal_name(id);
@@ -150,7 +155,7 @@ WeightSlice share_slice(const ModelSpec& s, const WeightId& id, const WeightShar
   check_tensor_parallel(s, tp);
   int64_t q_rows = s.q_size() / tp, ffn_rows = s.intermediate / tp;
   // K/V: a contiguous group of KV heads per rank, or one KV head shared by tp / kv_heads ranks.
-  int64_t kv_rows = s.kv_heads >= tp ? s.kv_size() / tp : s.head_dim;
+  int64_t kv_rows = kv_heads_per_rank(s, tp) * s.head_dim;
   int64_t kv_begin = s.kv_heads >= tp ? r * kv_rows : (r / (tp / s.kv_heads)) * s.head_dim;
   switch (id.kind) {
     case WeightKind::kEmbedding:

@@ -69,4 +69,8 @@ int64_t vocab_shard_rows(const ModelSpec& spec, int tp_size);
 // Throws unless `spec` can be split over tp_size ranks (heads, KV heads, intermediate divisible).
 void check_tensor_parallel(const ModelSpec& spec, int tp_size);
 
+// KV heads each of tp_size ranks holds under the Megatron split: kv_heads / tp when tp divides them,
+// else one head replicated over tp / kv_heads ranks (check_tensor_parallel says which sizes are legal).
+int64_t kv_heads_per_rank(const ModelSpec& spec, int tp_size);
+
 }  // namespace conveyor

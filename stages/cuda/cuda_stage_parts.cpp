@@ -24,24 +24,24 @@ constexpr size_t kFixedMargin = size_t{1} << 30;  // fragmentation, library stat
 
 // The sizes the ops' workspaces are made for: the largest step's tokens, the hidden width (the
 // residual GEMMs accumulate into [tokens, hidden]).
-CudaOpsSizes ops_sizes(const Config& cfg, const ModelSpec& spec, const WeightShare& share) {
+CudaOpsSizes ops_sizes(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share) {
   CudaOpsSizes sizes;
-  sizes.max_tokens = cfg.get_int("scheduler.max_num_batched_tokens");
+  sizes.max_tokens = opt.max_num_batched_tokens;
   sizes.max_accumulate_cols = model_traits(spec, share.tp_size).hidden;
   return sizes;
 }
 
-int sampler_rows(const Config& cfg) {
-  return static_cast<int>(std::min<long long>(cfg.get_int("scheduler.max_num_seqs"), kMaxSamplerRows));
+int sampler_rows(const StageOptions& opt) {
+  return static_cast<int>(std::min<long long>(opt.max_num_seqs, kMaxSamplerRows));
 }
 
 // Fills the reserved terms of `row` (weights, activations, sampling, graphs, margin).
-void reserve(const Config& cfg, const ModelSpec& spec, const WeightShare& share, const WeightSet& weights,
+void reserve(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, const WeightSet& weights,
              bool samples, size_t elem, MemoryRow& row) {
   // The set is lazy: bytes() is the fp32 size it will yield, not memory it holds.
   const size_t weight_bytes = weights.bytes() / sizeof(float) * elem;
   const ModelTraits traits = model_traits(spec, share.tp_size);
-  const size_t tokens = static_cast<size_t>(cfg.get_int("scheduler.max_num_batched_tokens"));
+  const size_t tokens = static_cast<size_t>(opt.max_num_batched_tokens);
   const size_t q_cols = static_cast<size_t>(traits.attention.n_heads) * traits.attention.head_dim;
   const size_t kv_cols = static_cast<size_t>(traits.attention.n_kv_heads) * traits.attention.head_dim;
   // Live at once inside a layer: residual, normed input, q, k, v, attention out, o/down out,
@@ -49,15 +49,15 @@ void reserve(const Config& cfg, const ModelSpec& spec, const WeightShare& share,
   const size_t per_token = 4 * static_cast<size_t>(traits.hidden) + 2 * q_cols + 2 * kv_cols +
                            3 * static_cast<size_t>(traits.intermediate_local);
   const size_t activations = 2 * tokens * per_token * elem;
-  const size_t rows = static_cast<size_t>(cfg.get_int("scheduler.max_num_seqs"));
+  const size_t rows = static_cast<size_t>(opt.max_num_seqs);
   const size_t vocab = static_cast<size_t>(spec.vocab);
   const size_t logits = share.lm_head ? rows * vocab * sizeof(float) * (3 + static_cast<size_t>(share.tp_size)) : 0;
   // CudaSampler: the workspace make_cuda_stage_sampler allocates.
-  const size_t sampler = samples ? cuda_sampler_workspace_bytes(spec.vocab, sampler_rows(cfg)) : 0;
+  const size_t sampler = samples ? cuda_sampler_workspace_bytes(spec.vocab, sampler_rows(opt)) : 0;
   // Decode graphs (stage_model.h): a private pool as big as one padded decode step's activations,
   // and each bucket's held input, hidden and logits (buckets up to max_num_seqs sum to < 2x it).
   size_t graphs = 0;
-  if (cfg.get_bool("runtime.cuda_graphs") && share.tp_size == 1) {
+  if (opt.cuda_graphs && share.tp_size == 1) {
     const size_t padded = std::min<size_t>(2 * rows, 256);
     graphs = 2 * padded * per_token * elem +
              2 * padded * (2 * static_cast<size_t>(traits.hidden) * elem + (share.lm_head ? vocab * sizeof(float) : 0));
@@ -66,7 +66,7 @@ void reserve(const Config& cfg, const ModelSpec& spec, const WeightShare& share,
   row.activations = static_cast<double>(activations);
   row.sampling = static_cast<double>(logits + sampler);
   row.graphs = static_cast<double>(graphs);
-  row.margin = static_cast<double>(kFixedMargin + cuda_ops_workspace_bytes(ops_sizes(cfg, spec, share)));
+  row.margin = static_cast<double>(kFixedMargin + cuda_ops_workspace_bytes(ops_sizes(opt, spec, share)));
 }
 
 }  // namespace
@@ -78,34 +78,34 @@ DType cuda_model_dtype(const std::string& d) {
                  "16-bit inputs); use bfloat16 or float16, or --set runtime.backend=cpu for fp32");
 }
 
-CudaStageParts make_cuda_stage_parts(const Config& cfg, const ModelSpec& spec, const WeightShare& share,
+CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share,
                                      const WeightSet& weights, const PagedKvShape& kv, bool samples, int device,
                                      int stage) {
-  const DType dt = cuda_model_dtype(cfg.get_string("model.dtype"));
-  const std::string kv_dtype = cfg.get_string("cache.kv_cache_dtype");
+  const DType dt = cuda_model_dtype(opt.dtype);
+  const std::string& kv_dtype = opt.kv_cache_dtype;
   CONVEYOR_CHECK(kv_dtype == "auto" || cuda_model_dtype(kv_dtype) == dt, "cache.kv_cache_dtype = ", kv_dtype,
                  " differs from the model dtype ", dtype_name(dt),
                  "; the CUDA attention kernels keep the KV cache in the model dtype: use auto");
   CudaStageParts parts;
-  const CudaOpsSizes sizes = ops_sizes(cfg, spec, share);
+  const CudaOpsSizes sizes = ops_sizes(opt, spec, share);
   parts.ops = make_cuda_ops(device, dt, sizes);
   // The sampler's workspace is allocated after memory is measured: the plan reserves it (sampling).
   auto add_sampler = [&] {
-    if (samples) parts.sampler = make_cuda_stage_sampler(parts.ops->stream(), spec.vocab, sampler_rows(cfg));
+    if (samples) parts.sampler = make_cuda_stage_sampler(parts.ops->stream(), spec.vocab, sampler_rows(opt));
     return std::move(parts);
   };
-  parts.kv_blocks = cfg.get_int("cache.num_blocks");
+  parts.kv_blocks = opt.num_blocks;
   parts.memory.kv_blocks = parts.kv_blocks;
   if (parts.kv_blocks > 0) return add_sampler();
   const size_t elem = dtype_size(dt);
-  const double util = cfg.get_float("cache.gpu_memory_utilization");
+  const double util = opt.gpu_memory_utilization;
   MemoryRow& row = parts.memory;
   row.rank = process_identity().rank;
   row.host = process_identity().host;
   row.stage = stage;
   row.tp_rank = share.tp_rank;
   row.device = device;
-  reserve(cfg, spec, share, weights, samples, elem, row);
+  reserve(opt, spec, share, weights, samples, elem, row);
   size_t total = 0, free = 0;
   cuda_memory_info(device, &total, &free);
   row.total = static_cast<double>(total);

@@ -1,17 +1,17 @@
 // What a pipeline stage needs from the CUDA backend, built in one place for make_pipeline_stage: the
-// ops (dtype from model.dtype), the sampler on the sampling rank, and the KV blocks this GPU can hold
+// ops (dtype from StageOptions::dtype, model.dtype), the sampler on the sampling rank, and the KV blocks this GPU can hold
 // (before the minimum over ranks is agreed), with the terms it was computed from (memory_table.h).
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "runtime/config/config.h"
 #include "runtime/model/spec.h"
 #include "runtime/model/weight_loader.h"
 #include "stages/backend.h"
 #include "stages/memory_table.h"
 #include "stages/plan_sampler.h"
+#include "stages/stage_options.h"
 
 namespace conveyor {
 
@@ -27,7 +27,7 @@ struct CudaStageParts {
 };
 
 // weights: this rank's share, not yet uploaded (their size is reserved before the KV budget).
-CudaStageParts make_cuda_stage_parts(const Config& cfg, const ModelSpec& spec, const WeightShare& share,
+CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share,
                                      const WeightSet& weights, const PagedKvShape& kv, bool samples, int device,
                                      int stage);
 

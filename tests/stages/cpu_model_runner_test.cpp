@@ -8,6 +8,7 @@
 #include "runtime/model/spec.h"
 #include "stages/cpu_model_runner.h"
 #include "stages/kv_cache.h"
+#include "stages/stage_options.h"
 #include "tests/runtime/model/formats_test_util.h"
 #include "tests/stages/runner_test_util.h"
 #include "tests/support/test_support.h"
@@ -31,9 +32,9 @@ std::vector<float> run_prompt(LocalModelRunner& runner, const std::vector<int32_
 
 TEST(CpuModelRunner, DummyWeightsAreDeterministicPerSeed) {
   ModelSpec spec = load_model_spec(testing::data_path("goldens/llama3_rope/config.json"));
-  auto a = make_cpu_model_runner(dummy_config(7), spec);
-  auto b = make_cpu_model_runner(dummy_config(7), spec);
-  auto c = make_cpu_model_runner(dummy_config(8), spec);
+  auto a = make_cpu_model_runner(StageOptions::from_config(dummy_config(7)), spec);
+  auto b = make_cpu_model_runner(StageOptions::from_config(dummy_config(7)), spec);
+  auto c = make_cpu_model_runner(StageOptions::from_config(dummy_config(8)), spec);
   EXPECT_EQ(a->num_kv_blocks(), 8);
   EXPECT_EQ(a->block_size(), 16);
   const std::vector<int32_t> prompt{3, 141, 59, 26, 53, 58, 97, 93, 23, 84, 62, 64};
@@ -50,14 +51,14 @@ TEST(CpuModelRunner, KvBlocksFromCacheSpace) {
   cfg.set("cache.cpu_kv_cache_space", "0.01", "test");
   cfg.set("cache.block_size", "32", "test");
   const size_t budget = static_cast<size_t>(0.01 * 1024 * 1024 * 1024);
-  EXPECT_EQ(cpu_kv_blocks(cfg, spec), KvCache::blocks_that_fit(budget, 3, 32, 2, 32));
+  EXPECT_EQ(cpu_kv_blocks(StageOptions::from_config(cfg), spec), KvCache::blocks_that_fit(budget, 3, 32, 2, 32));
   cfg.set("cache.cpu_kv_cache_space", "0.0000001", "test");
-  testing::expect_error([&] { cpu_kv_blocks(cfg, spec); }, "cache.cpu_kv_cache_space");
+  testing::expect_error([&] { cpu_kv_blocks(StageOptions::from_config(cfg), spec); }, "cache.cpu_kv_cache_space");
 }
 
 TEST(CpuModelRunner, MalformedPlansAreClearErrors) {
   ModelSpec spec = load_model_spec(testing::data_path("goldens/llama3_rope"));
-  auto runner = make_cpu_model_runner(testing::runner_config(testing::data_path("goldens/llama3_rope"), 8), spec);
+  auto runner = make_cpu_model_runner(StageOptions::from_config(testing::runner_config(testing::data_path("goldens/llama3_rope"), 8)), spec);
   std::vector<float> logits;
   StepPlan plan;
   plan.seqs.push_back(SeqChunk{42, 0, {1, 2, 3}, {}, true});
@@ -71,7 +72,7 @@ TEST(CpuModelRunner, MalformedPlansAreClearErrors) {
 TEST(CpuModelRunner, MissingModelPathIsAnError) {
   ModelSpec spec = load_model_spec(testing::data_path("goldens/llama3_rope"));
   Config cfg;
-  testing::expect_error([&] { make_cpu_model_runner(cfg, spec); }, "model.path is empty");
+  testing::expect_error([&] { make_cpu_model_runner(StageOptions::from_config(cfg), spec); }, "model.path is empty");
 }
 
 }  // namespace

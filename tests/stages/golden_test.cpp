@@ -10,6 +10,7 @@
 
 #include "runtime/model/spec.h"
 #include "stages/cpu_model_runner.h"
+#include "stages/stage_options.h"
 #include "tests/runtime/model/formats_test_util.h"
 #include "tests/stages/runner_test_util.h"
 #include "tests/support/test_support.h"
@@ -55,7 +56,7 @@ Golden load_golden(const std::string& name) {
 }
 
 std::unique_ptr<LocalModelRunner> make_runner(const Golden& g) {
-  return make_cpu_model_runner(testing::runner_config(g.dir, 64), g.spec);
+  return make_cpu_model_runner(StageOptions::from_config(testing::runner_config(g.dir, 64)), g.spec);
 }
 
 class GoldenTest : public ::testing::TestWithParam<std::string> {};

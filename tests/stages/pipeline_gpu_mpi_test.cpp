@@ -20,6 +20,7 @@
 #include "stages/architecture.h"
 #include "stages/cpu_model_runner.h"
 #include "stages/pipeline_stage.h"
+#include "stages/stage_options.h"
 #include "tests/stages/gpu_tie_rule.h"
 #include "tests/stages/runner_test_util.h"
 #include "tests/support/test_support.h"
@@ -72,7 +73,7 @@ std::vector<std::vector<int32_t>> run_gpu_pipeline(const std::string& model, con
   // One host: the world rank is the local rank, which picks the GPU.
   std::unique_ptr<Device> device = make_device(Backend::kCuda, world_rank());
   auto groups = make_process_groups(world, Backend::kCuda);
-  PipelineParts parts = make_pipeline_stage(cfg, spec, world, *groups, Backend::kCuda, device->info().index);
+  PipelineParts parts = make_pipeline_stage(StageOptions::from_config(cfg), spec, world, *groups, Backend::kCuda, device->info().index);
   std::vector<std::vector<int32_t>> tokens;
   if (world.is_leader()) {
     Engine engine(std::make_unique<PipelineRunner>(*parts.stage, parts.micro_batches), nullptr,
@@ -92,10 +93,10 @@ std::vector<std::vector<int32_t>> run_gpu_pipeline(const std::string& model, con
 class CpuReference {
  public:
   CpuReference(const std::string& model, const ModelSpec& spec)
-      : cfg_(make_config(model, 1, 1, "cpu")), spec_(spec), runner_(make_cpu_model_runner(cfg_, spec)) {}
+      : cfg_(make_config(model, 1, 1, "cpu")), spec_(spec), runner_(make_cpu_model_runner(StageOptions::from_config(cfg_), spec)) {}
 
   std::vector<std::vector<int32_t>> tokens() {
-    Engine engine(make_cpu_model_runner(cfg_, spec_), nullptr, EngineOptions::from_config(cfg_));
+    Engine engine(make_cpu_model_runner(StageOptions::from_config(cfg_), spec_), nullptr, EngineOptions::from_config(cfg_));
     std::vector<std::vector<int32_t>> out;
     for (const CompletionOutput& o : engine.generate(make_requests(spec_.vocab))) out.push_back(o.token_ids);
     return out;

@@ -24,6 +24,7 @@
 #include "stages/architecture.h"
 #include "stages/local_model_runner.h"
 #include "stages/pipeline_stage.h"
+#include "stages/stage_options.h"
 #include "tests/runtime/model/formats_test_util.h"
 #include "tests/support/test_support.h"
 
@@ -101,7 +102,7 @@ RunResult run_pipeline(const std::string& model, const ModelSpec& spec, const Ca
   const Config cfg = make_config(model, c);
   WorldConfig world(Layout{1, c.pp, c.tp}, world_rank());
   auto groups = make_process_groups(world, Backend::kCpu);
-  PipelineParts parts = make_pipeline_stage(cfg, spec, world, *groups);
+  PipelineParts parts = make_pipeline_stage(StageOptions::from_config(cfg), spec, world, *groups);
   RunResult res;
   if (world.is_leader()) {
     Engine engine(std::make_unique<PipelineRunner>(*parts.stage, parts.micro_batches), nullptr,
@@ -123,7 +124,7 @@ std::vector<std::vector<int32_t>> reference_tokens(const std::string& model, con
   static std::map<std::string, std::vector<std::vector<int32_t>>> cache;
   auto it = cache.find(model);
   if (it != cache.end()) return it->second;
-  Engine engine(make_cpu_model_runner(make_config(model, Case{1, 1, "", 0, 0}), spec), nullptr,
+  Engine engine(make_cpu_model_runner(StageOptions::from_config(make_config(model, Case{1, 1, "", 0, 0})), spec), nullptr,
                 EngineOptions::from_config(make_config(model, Case{1, 1, "", 0, 0})));
   std::vector<std::vector<int32_t>> out;
   for (const CompletionOutput& o : engine.generate(make_requests(spec.vocab, max_out(spec)))) out.push_back(o.token_ids);

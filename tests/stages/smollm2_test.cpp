@@ -13,6 +13,7 @@
 
 #include "runtime/model/spec.h"
 #include "stages/cpu_model_runner.h"
+#include "stages/stage_options.h"
 #include "tests/runtime/model/formats_test_util.h"
 #include "tests/stages/runner_test_util.h"
 #include "tests/support/test_support.h"
@@ -67,7 +68,7 @@ class SmolLm2Test : public ::testing::Test {
     const std::string path = testing::test_model_path();
     if (!std::filesystem::exists(path)) return;
     spec_ = new ModelSpec(load_model_spec(path));
-    runner_ = make_cpu_model_runner(testing::runner_config(path, 96), *spec_).release();
+    runner_ = make_cpu_model_runner(StageOptions::from_config(testing::runner_config(path, 96)), *spec_).release();
   }
   static void TearDownTestSuite() {
     delete runner_;

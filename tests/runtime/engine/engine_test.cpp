@@ -12,7 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/config/config.h"
-
+#include "stages/local_model_runner.h"
+#include "stages/stage_options.h"
 #include "tests/runtime/engine/fake_model_runner.h"
 #include "tests/support/test_support.h"
 
@@ -222,7 +223,7 @@ TEST(Engine, CpuRunnerWithPreemptionMatchesGoldenGreedyTokens) {
     cfg.set("scheduler.max_num_batched_tokens", "32", "test");
     cfg.set("scheduler.max_num_seqs", "16", "test");
     const ModelSpec spec = load_model_spec(dir);
-    Engine engine(make_cpu_model_runner(cfg, spec), nullptr, EngineOptions::from_config(cfg));
+    Engine engine(make_cpu_model_runner(StageOptions::from_config(cfg), spec), nullptr, EngineOptions::from_config(cfg));
     std::vector<Request> reqs;
     std::vector<std::vector<int32_t>> want;
     for (int copy = 0; copy < 4; ++copy) {

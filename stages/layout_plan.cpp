@@ -1,0 +1,58 @@
+// plan_layout and the planning ceilings (see layout_plan.h).
+#include "stages/layout_plan.h"
+
+#include <fstream>
+
+#include "runtime/core/error.h"
+
+namespace conveyor {
+
+nlohmann::json read_doctor_json(const std::string& path) {
+  std::ifstream in(path);
+  CONVEYOR_CHECK(in.good(), "cannot read the doctor JSON ", path, "; write it with `conveyor doctor --output-json`");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    CONVEYOR_THROW("the doctor JSON ", path, " is not JSON: ", e.what());
+  }
+}
+
+DeviceCeilings ceilings_from_doctor(const nlohmann::json& doctor, const std::string& where) {
+  DeviceCeilings dev;
+  dev.measured = device_profile_from_json(doctor, where);
+  return dev;
+}
+
+DeviceCeilings planning_ceilings(const std::string& device_profile) {
+  if (device_profile.empty()) return DeviceCeilings{};
+  return ceilings_from_doctor(read_doctor_json(device_profile), device_profile);
+}
+
+std::vector<std::array<int64_t, 2>> LayoutPlan::stage_ranges() const {
+  std::vector<std::array<int64_t, 2>> ranges;
+  for (const StageCost& s : partition.stages) ranges.push_back({s.first_layer, s.last_layer});
+  return ranges;
+}
+
+std::vector<int64_t> LayoutPlan::layer_counts() const {
+  std::vector<int64_t> counts;
+  for (const StageCost& s : partition.stages) counts.push_back(s.last_layer - s.first_layer);
+  return counts;
+}
+
+LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const DeviceCeilings& dev, int64_t context) {
+  LayoutPlan p;
+  p.workload.batch = opt.max_num_seqs;
+  p.workload.context = context;
+  p.workload.pipeline = opt.pipeline;
+  p.workload.tensor = opt.tensor;
+  p.workload.micro_batches = opt.micro_batches;
+  CONVEYOR_CHECK(p.workload.batch >= 1 && context >= 1, "the planned batch (", p.workload.batch, ") and context (",
+                 context, ") must be >= 1");
+  CONVEYOR_CHECK(spec.layers >= opt.pipeline, spec.source, " has ", spec.layers, " layers, fewer than the ",
+                 opt.pipeline, " pipeline stages asked for (parallel.pipeline)");
+  p.partition = plan_partition(spec, p.workload, dev, opt.partition);
+  return p;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,45 @@
+// The layer split made in one place for the run (make_pipeline_stage), `conveyor plan` and `conveyor
+// bench`, so the plan printed is the plan run: the workload comes from the stage options (batch =
+// scheduler.max_num_seqs, the layout, the micro-batches), the device ceilings from
+// parallel.device_profile (a `conveyor doctor --output-json` file) or the roofline defaults, and the
+// split from plan_partition over them (parallel.partition, when given, wins).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/model/spec.h"
+#include "stages/partitioner.h"
+#include "stages/stage_options.h"
+
+namespace conveyor {
+
+// A doctor JSON, parsed; throws naming `path` when it cannot be read or is not JSON.
+nlohmann::json read_doctor_json(const std::string& path);
+
+// The roofline defaults with the measured speeds of a parsed doctor JSON (`where`: its path, for errors).
+DeviceCeilings ceilings_from_doctor(const nlohmann::json& doctor, const std::string& where);
+
+// The ceilings a split is planned with: ceilings_from_doctor of the file at `device_profile`, or the
+// roofline defaults when it is empty.
+DeviceCeilings planning_ceilings(const std::string& device_profile);
+
+struct LayoutPlan {
+  Workload workload;
+  PartitionPlan partition;
+  // [first, last) layers of each stage.
+  std::vector<std::array<int64_t, 2>> stage_ranges() const;
+  // Layers per stage.
+  std::vector<int64_t> layer_counts() const;
+};
+
+// The workload and split for `opt` on `dev`. `context`: the mean KV length the costs assume (the
+// run plans with the cost model's default; `conveyor plan --context` may ask for another).
+LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const DeviceCeilings& dev,
+                       int64_t context = Workload{}.context);
+
+}  // namespace conveyor

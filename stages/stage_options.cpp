@@ -1,0 +1,31 @@
+// StageOptions::from_config (see stage_options.h): the only stages/ file that reads config keys.
+#include "stages/stage_options.h"
+
+#include "runtime/config/config.h"
+
+namespace conveyor {
+
+StageOptions StageOptions::from_config(const Config& c) {
+  StageOptions o;
+  o.pipeline = static_cast<int>(c.get_int("parallel.pipeline"));
+  o.tensor = static_cast<int>(c.get_int("parallel.tensor"));
+  o.micro_batches = static_cast<int>(c.get_int("parallel.micro_batches"));
+  o.partition = c.get_int_list("parallel.partition");
+  o.device_profile = c.get_string("parallel.device_profile");
+  o.max_num_seqs = c.get_int("scheduler.max_num_seqs");
+  o.max_num_batched_tokens = c.get_int("scheduler.max_num_batched_tokens");
+  o.block_size = static_cast<int>(c.get_int("cache.block_size"));
+  o.num_blocks = c.get_int("cache.num_blocks");
+  o.cpu_kv_cache_space_gib = c.get_float("cache.cpu_kv_cache_space");
+  o.gpu_memory_utilization = c.get_float("cache.gpu_memory_utilization");
+  o.kv_cache_dtype = c.get_string("cache.kv_cache_dtype");
+  o.dtype = c.get_string("model.dtype");
+  o.weights.dummy = c.get_string("model.load_format") == "dummy";
+  o.weights.path = c.get_string("model.path");
+  o.weights.seed = static_cast<uint64_t>(c.get_int("runtime.seed"));
+  o.cuda_graphs = c.get_bool("runtime.cuda_graphs");
+  o.profile_step = c.get_int("runtime.profile_step");
+  return o;
+}
+
+}  // namespace conveyor

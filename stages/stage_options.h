@@ -1,0 +1,42 @@
+// StageOptions: every configuration value the stages read, taken from the string-keyed Config once
+// (StageOptions::from_config) so that pipeline stages, the CPU runner and the CUDA parts take typed
+// fields and no stage code names a config key. Field comments name the key each one comes from.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/model/weight_loader.h"
+
+namespace conveyor {
+
+class Config;
+
+struct StageOptions {
+  // parallel.*: the layout and its layer split
+  int pipeline = 1;                // parallel.pipeline
+  int tensor = 1;                  // parallel.tensor
+  int micro_batches = 0;           // parallel.micro_batches (0: one per stage, micro_batches_for)
+  std::vector<int64_t> partition;  // parallel.partition (empty: the planner's min-max split)
+  std::string device_profile;      // parallel.device_profile: doctor JSON the split is planned with
+  // scheduler.*: the largest step a stage must hold
+  int64_t max_num_seqs = 256;             // scheduler.max_num_seqs
+  int64_t max_num_batched_tokens = 8192;  // scheduler.max_num_batched_tokens
+  // cache.*: KV blocks
+  int block_size = 16;                  // cache.block_size
+  long long num_blocks = 0;             // cache.num_blocks (0: from memory)
+  double cpu_kv_cache_space_gib = 4.0;  // cache.cpu_kv_cache_space
+  double gpu_memory_utilization = 0.9;  // cache.gpu_memory_utilization
+  std::string kv_cache_dtype = "auto";  // cache.kv_cache_dtype
+  // model.*
+  std::string dtype = "auto";  // model.dtype (CUDA backend)
+  WeightOrigin weights;        // model.load_format == dummy, model.path, runtime.seed
+  // runtime.*
+  bool cuda_graphs = true;     // runtime.cuda_graphs
+  int64_t profile_step = -1;   // runtime.profile_step
+
+  static StageOptions from_config(const Config& config);
+};
+
+}  // namespace conveyor

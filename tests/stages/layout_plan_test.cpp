@@ -1,0 +1,167 @@
+// StageOptions and plan_layout: the options carry every key the stages read; the split `conveyor plan`
+// prints (its options from the config, the ceilings of parallel.device_profile) is the one the run
+// takes (make_pipeline_stage: plan_layout over planning_ceilings; layout_plan_mpi_test runs it), and
+// with doctor's measured speeds that split differs from the roofline one the run used to take.
+#include "stages/layout_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "runtime/config/config.h"
+#include "runtime/core/error.h"
+#include "tests/runtime/model/formats_test_util.h"
+#include "tests/support/test_support.h"
+
+namespace conveyor {
+namespace {
+
+ModelSpec llama3_70b() { return load_model_spec(testing::source_dir() + "/configs/models/llama-3-70b.yaml"); }
+
+TEST(StageOptions, FromConfigReadsEveryKey) {
+  Config cfg;
+  cfg.set("parallel.pipeline", "4", "test");
+  cfg.set("parallel.tensor", "2", "test");
+  cfg.set("parallel.micro_batches", "6", "test");
+  cfg.set("parallel.partition", "[20, 20, 20, 20]", "test");
+  cfg.set("parallel.device_profile", "d.json", "test");
+  cfg.set("scheduler.max_num_seqs", "48", "test");
+  cfg.set("scheduler.max_num_batched_tokens", "1000", "test");
+  cfg.set("cache.block_size", "32", "test");
+  cfg.set("cache.num_blocks", "77", "test");
+  cfg.set("cache.cpu_kv_cache_space", "1.5", "test");
+  cfg.set("cache.gpu_memory_utilization", "0.75", "test");
+  cfg.set("cache.kv_cache_dtype", "float16", "test");
+  cfg.set("model.dtype", "float16", "test");
+  cfg.set("model.load_format", "dummy", "test");
+  cfg.set("model.path", "/m", "test");
+  cfg.set("runtime.seed", "9", "test");
+  cfg.set("runtime.cuda_graphs", "false", "test");
+  cfg.set("runtime.profile_step", "5", "test");
+  const StageOptions o = StageOptions::from_config(cfg);
+  EXPECT_EQ(o.pipeline, 4);
+  EXPECT_EQ(o.tensor, 2);
+  EXPECT_EQ(o.micro_batches, 6);
+  EXPECT_EQ(o.partition, (std::vector<int64_t>{20, 20, 20, 20}));
+  EXPECT_EQ(o.device_profile, "d.json");
+  EXPECT_EQ(o.max_num_seqs, 48);
+  EXPECT_EQ(o.max_num_batched_tokens, 1000);
+  EXPECT_EQ(o.block_size, 32);
+  EXPECT_EQ(o.num_blocks, 77);
+  EXPECT_DOUBLE_EQ(o.cpu_kv_cache_space_gib, 1.5);
+  EXPECT_DOUBLE_EQ(o.gpu_memory_utilization, 0.75);
+  EXPECT_EQ(o.kv_cache_dtype, "float16");
+  EXPECT_EQ(o.dtype, "float16");
+  EXPECT_TRUE(o.weights.dummy);
+  EXPECT_EQ(o.weights.path, "/m");
+  EXPECT_EQ(o.weights.seed, 9u);
+  EXPECT_FALSE(o.cuda_graphs);
+  EXPECT_EQ(o.profile_step, 5);
+}
+
+TEST(StageOptions, DefaultsMatchTheDefaultConfig) {
+  const StageOptions d;
+  const StageOptions c = StageOptions::from_config(Config());
+  EXPECT_EQ(d.pipeline, c.pipeline);
+  EXPECT_EQ(d.tensor, c.tensor);
+  EXPECT_EQ(d.micro_batches, c.micro_batches);
+  EXPECT_EQ(d.partition, c.partition);
+  EXPECT_EQ(d.device_profile, c.device_profile);
+  EXPECT_EQ(d.max_num_seqs, c.max_num_seqs);
+  EXPECT_EQ(d.max_num_batched_tokens, c.max_num_batched_tokens);
+  EXPECT_EQ(d.block_size, c.block_size);
+  EXPECT_EQ(d.num_blocks, c.num_blocks);
+  EXPECT_DOUBLE_EQ(d.cpu_kv_cache_space_gib, c.cpu_kv_cache_space_gib);
+  EXPECT_DOUBLE_EQ(d.gpu_memory_utilization, c.gpu_memory_utilization);
+  EXPECT_EQ(d.kv_cache_dtype, c.kv_cache_dtype);
+  EXPECT_EQ(d.dtype, c.dtype);
+  EXPECT_EQ(d.weights.dummy, c.weights.dummy);
+  EXPECT_EQ(d.weights.seed, c.weights.seed);
+  EXPECT_EQ(d.cuda_graphs, c.cuda_graphs);
+  EXPECT_EQ(d.profile_step, c.profile_step);
+}
+
+TEST(MicroBatches, DefaultIsOnePerStage) {
+  EXPECT_EQ(micro_batches_for(0, 4), 4);
+  EXPECT_EQ(micro_batches_for(3, 4), 3);
+  EXPECT_EQ(micro_batches_for(8, 1), 8);
+}
+
+TEST(LayoutPlan, WorkloadComesFromTheOptions) {
+  StageOptions o;
+  o.pipeline = 4;
+  o.tensor = 2;
+  o.micro_batches = 3;
+  o.max_num_seqs = 96;
+  const ModelSpec spec = llama3_70b();
+  const LayoutPlan p = plan_layout(o, spec, DeviceCeilings{}, 1234);
+  EXPECT_EQ(p.workload.batch, 96);
+  EXPECT_EQ(p.workload.context, 1234);
+  EXPECT_EQ(p.workload.pipeline, 4);
+  EXPECT_EQ(p.workload.tensor, 2);
+  EXPECT_EQ(p.workload.micro_batches, 3);
+  const PartitionPlan direct = plan_partition(spec, p.workload, DeviceCeilings{}, {});
+  ASSERT_EQ(p.partition.stages.size(), direct.stages.size());
+  int64_t next = 0, sum = 0;
+  for (size_t s = 0; s < direct.stages.size(); ++s) {
+    EXPECT_EQ(p.partition.stages[s].first_layer, direct.stages[s].first_layer);
+    EXPECT_EQ(p.partition.stages[s].last_layer, direct.stages[s].last_layer);
+    EXPECT_EQ(p.stage_ranges()[s][0], next);
+    next = p.stage_ranges()[s][1];
+    sum += p.layer_counts()[s];
+  }
+  EXPECT_EQ(sum, spec.layers);
+  EXPECT_EQ(Workload{}.context, plan_layout(o, spec, DeviceCeilings{}).workload.context);  // the run's context
+}
+
+TEST(LayoutPlan, UserPartitionWinsAndIsChecked) {
+  StageOptions o;
+  o.pipeline = 2;
+  o.partition = {30, 50};
+  EXPECT_EQ(plan_layout(o, llama3_70b(), DeviceCeilings{}).layer_counts(), (std::vector<int64_t>{30, 50}));
+  o.partition = {30, 40};
+  testing::expect_error([&] { plan_layout(o, llama3_70b(), DeviceCeilings{}); }, "parallel.partition sums to 70");
+  o.partition.clear();
+  o.pipeline = 81;
+  testing::expect_error([&] { plan_layout(o, llama3_70b(), DeviceCeilings{}); }, "fewer than the 81 pipeline stages");
+}
+
+TEST(LayoutPlan, CeilingsSource) {
+  EXPECT_FALSE(planning_ceilings("").measured.any());
+  const std::string path = testing::data_path("doctor_measured.json");
+  const DeviceCeilings dev = planning_ceilings(path);
+  EXPECT_TRUE(dev.measured.any());
+  EXPECT_EQ(dev.measured.source, path);
+  EXPECT_DOUBLE_EQ(dev.flops, DeviceCeilings{}.flops);
+  EXPECT_DOUBLE_EQ(dev.bandwidth, DeviceCeilings{}.bandwidth);
+  testing::expect_error([] { planning_ceilings("/nonexistent/doctor.json"); }, "/nonexistent/doctor.json");
+}
+
+// The plan command's path (options from the config, ceilings from the doctor JSON it names) and the
+// run's (plan_layout over planning_ceilings(opt.device_profile)) agree on every layout tried, and for
+// some of them the measured split is not the roofline one: a run planning with DeviceCeilings{} (as
+// it did) would have run another split than `conveyor plan --doctor-json` printed.
+TEST(LayoutPlan, PlanPathEqualsRunPath) {
+  const ModelSpec spec = llama3_70b();
+  const std::string path = testing::data_path("doctor_measured.json");
+  int differs_from_roofline = 0, cases = 0;
+  for (int pp : {2, 3, 4, 8})
+    for (int seqs : {1, 8, 64, 256})
+      for (int mb : {0, 1, 5}) {
+        Config cfg;
+        cfg.set("parallel.pipeline", std::to_string(pp), "test");
+        cfg.set("parallel.micro_batches", std::to_string(mb), "test");
+        cfg.set("scheduler.max_num_seqs", std::to_string(seqs), "test");
+        cfg.set("parallel.device_profile", path, "test");
+        const StageOptions run_opt = StageOptions::from_config(cfg);
+        const LayoutPlan run = plan_layout(run_opt, spec, planning_ceilings(run_opt.device_profile));
+        const LayoutPlan plan =
+            plan_layout(StageOptions::from_config(cfg), spec, ceilings_from_doctor(read_doctor_json(path), path), 2048);
+        ASSERT_EQ(run.layer_counts(), plan.layer_counts()) << "pp " << pp << " seqs " << seqs << " mb " << mb;
+        ++cases;
+        if (plan_layout(run_opt, spec, DeviceCeilings{}).layer_counts() != run.layer_counts()) ++differs_from_roofline;
+      }
+  EXPECT_EQ(cases, 48);
+  EXPECT_GT(differs_from_roofline, 0);
+}
+
+}  // namespace
+}  // namespace conveyor
