@@ -2,6 +2,7 @@
 #include "launch/generate_options.h"
 
 #include "runtime/config/cli.h"
+#include "runtime/core/strings.h"
 #include "runtime/tokenizer/chat_template.h"
 
 namespace po = boost::program_options;
@@ -63,11 +64,13 @@ void apply_generation_defaults(const ModelSpec& spec, Config& cfg) {
 }
 
 void apply_sampling_flags(const po::variables_map& vm, Config& cfg) {
+  // --set wins over flags; its origin reads "--set key=value".
+  auto set_by_set = [&](const char* key) { return starts_with(cfg.value(key).origin, "--set"); };
   for (const SamplingFlag& f : kSamplingFlags) {
-    if (!vm.count(f.flag) || cfg.value(f.key).origin == "--set") continue;  // --set wins over flags
+    if (!vm.count(f.flag) || set_by_set(f.key)) continue;
     cfg.set(f.key, vm[f.flag].as<std::string>(), std::string("--") + f.flag);
   }
-  if (vm.count("ignore-eos") && cfg.value("sampling.ignore_eos").origin != "--set")
+  if (vm.count("ignore-eos") && !set_by_set("sampling.ignore_eos"))
     cfg.set("sampling.ignore_eos", "true", "--ignore-eos");
 }
 
