@@ -4,14 +4,14 @@
 // a stop signal ends admission, flushes what finished and exits with kExitInterrupted (rerun resumes).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "runtime/batch/input.h"
 #include "runtime/batch/output.h"
+#include "runtime/batch/summary.h"
 #include "runtime/config/config.h"
 #include "runtime/engine/engine.h"
 
@@ -25,18 +25,6 @@ struct BatchJobOptions {
   std::string model_chat_template;  // the model's Jinja template, "" when it has none
 };
 
-// The model's chat template text: GGUF tokenizer.chat_template or tokenizer_config.json's chat_template.
-std::string model_chat_template(const std::string& model_path);
-
-// What a finished (or interrupted) job did, for the summary.
-struct BatchJobStats {
-  int64_t total = 0, resumed = 0, done = 0, failed = 0, invalid_lines = 0;
-  int64_t prompt_tokens = 0, output_tokens = 0, preemptions = 0;
-  double elapsed_s = 0;
-  std::vector<double> ttft_s, tpot_s;  // per request with output (tpot: with two or more tokens)
-  bool interrupted = false;
-};
-
 class BatchJob {
  public:
   // Reads and validates the input and opens (or resumes) the output; no model work. Throws on a
@@ -48,18 +36,15 @@ class BatchJob {
   const BatchJobStats& stats() const { return stats_; }
 
  private:
+  void admit(Generator& engine);
+  void record(const CompletionOutput& out, const Tokenizer* tok);
+
   BatchJobOptions opt_;
   double progress_interval_;
   BatchInput input_;
   std::unique_ptr<BatchOutputWriter> writer_;
   BatchJobStats stats_;
+  std::map<int64_t, const BatchRequest*> by_id_;  // engine request id -> its input line (in input_)
 };
-
-// The --summary JSON: counts, rates, TTFT/TPOT p50/p90/p99, preemptions, and `pipeline` (the usage
-// summary with per-stage busy/bubble %) when given.
-nlohmann::json batch_summary_json(const BatchJobStats& stats, const nlohmann::json& pipeline);
-// The OpenAI logprobs object of a choice: completions {tokens, token_logprobs, top_logprobs,
-// text_offset}; chat {content: [{token, logprob, bytes, top_logprobs}]}. Null without logprobs.
-nlohmann::json openai_logprobs(const CompletionOutput& out, Endpoint endpoint, const Tokenizer* tok);
 
 }  // namespace conveyor

@@ -23,6 +23,7 @@
 #include "launch/pipeline_session.h"
 #include "runtime/config/cli.h"
 #include "runtime/core/error.h"
+#include "runtime/core/percentile.h"
 #include "runtime/core/strings.h"
 #include "runtime/dist/device.h"
 #include "runtime/engine/engine.h"
@@ -145,7 +146,7 @@ TimedRun run_timed(Engine& engine, std::vector<Request> requests) {
       return true;
     }), waiting_first.end());
     for (const CompletionOutput& out : finished) {
-      CONVEYOR_CHECK(out.finish_reason != "error", "bench request ", out.request_id, " failed: ", out.error);
+      CONVEYOR_CHECK(out.finish_reason != FinishReason::kError, "bench request ", out.request_id, " failed: ", out.error);
       RequestTimes& rt = run.requests[static_cast<size_t>(out.request_id - first_id)];
       rt.output = out.completion_tokens;
       rt.done_s = t;
@@ -156,21 +157,11 @@ TimedRun run_timed(Engine& engine, std::vector<Request> requests) {
   return run;
 }
 
-// numpy.percentile's default (linear interpolation between closest ranks).
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double x = p / 100.0 * static_cast<double>(v.size() - 1);
-  const auto i = static_cast<size_t>(std::floor(x));
-  const size_t j = std::min(i + 1, v.size() - 1);
-  return v[i] + (v[j] - v[i]) * (x - static_cast<double>(i));
-}
-
 json distribution(const std::vector<double>& v) {
   double sum = 0;
   for (double x : v) sum += x;
   return {{"count", v.size()}, {"mean", v.empty() ? 0.0 : sum / static_cast<double>(v.size())},
-          {"p50", percentile(v, 50)}, {"p90", percentile(v, 90)}, {"p99", percentile(v, 99)}};
+          {"p50", percentile(v, 0.5)}, {"p90", percentile(v, 0.9)}, {"p99", percentile(v, 0.99)}};
 }
 
 // TTFT = first token - submit; TPOT = (last token - first token) / (output - 1), for outputs > 1.
@@ -289,8 +280,8 @@ json run_latency(Engine& engine, const BenchSpec& b, std::mt19937_64& rng, std::
   std::printf("Avg latency: %.6f seconds\n", avg);
   json pct = json::object();
   for (int p : {10, 25, 50, 75, 90, 99}) {
-    pct[std::to_string(p)] = percentile(latencies, p);
-    std::printf("%d%% percentile latency: %.6f seconds\n", p, percentile(latencies, p));
+    pct[std::to_string(p)] = percentile(latencies, p / 100.0);
+    std::printf("%d%% percentile latency: %.6f seconds\n", p, percentile(latencies, p / 100.0));
   }
   const Totals t = totals(runs->back());
   return {{"avg_latency", avg}, {"latencies", latencies}, {"percentiles", pct}, {"batch_size", b.batch_size},
@@ -327,7 +318,7 @@ void add_details(json& out, const Details& d) {
   out["kv_cache"] = {{"num_blocks", runner.num_kv_blocks()}, {"block_size", runner.block_size()},
                      {"preemptions", d.engine.scheduler_stats().preemptions},
                      {"plans", d.engine.scheduler_stats().plans}};
-  out["peak_memory"] = {{"host_max_rss_bytes", d.rss}, {"gpu_peak_bytes", json()}};
+  out["peak_memory"] = {{"host_max_rss_bytes", d.rss}};
   out["output_tokens_per_second_per_gpu"] = out["output_tokens_per_second"].get<double>() / gpus;
   out["roofline"] = roofline(d.spec, d.runs.back(), elapsed, gpus, cfg.get_int("scheduler.max_num_seqs"));
   out["backend"] = backend_name(resolve_backend(cfg.get_string("runtime.backend")));

@@ -1,8 +1,7 @@
 // `conveyor generate`: one prompt (text, chat or token ids), or a batch file (--input), through the
 // engine on the leader of a pipeline of any pp x tp layout (one rank without mpirun), streaming the
 // text to stdout as it is produced; --print-ids prints the generated ids as the last stdout line.
-// Sampling flags use vLLM's names and land on the sampling.* keys (defaults < generation_config.json
-// < YAML < flags < --set), so the same precedence holds here and in batch runs. Stats go to stderr.
+// The flags and how they land on the config are in generate_options.h. Stats go to stderr.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,8 +13,10 @@
 
 #include "launch/batch_job.h"
 #include "launch/command.h"
+#include "launch/generate_options.h"
 #include "launch/pipeline_session.h"
 #include "runtime/batch/signals.h"
+#include "runtime/batch/summary.h"
 #include "runtime/config/cli.h"
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
@@ -24,6 +25,7 @@
 #include "runtime/engine/replica_router.h"
 #include "runtime/engine/request.h"
 #include "runtime/model/spec.h"
+#include "runtime/tokenizer/chat_template.h"
 #include "runtime/tokenizer/loading.h"
 
 namespace po = boost::program_options;
@@ -31,74 +33,15 @@ namespace po = boost::program_options;
 namespace conveyor {
 namespace {
 
-struct SamplingFlag {
-  const char* flag;
-  const char* key;
-  const char* help;
-};
-
-const SamplingFlag kSamplingFlags[] = {
-    {"max-tokens", "sampling.max_tokens", "tokens to generate"},
-    {"min-tokens", "sampling.min_tokens", "tokens before EOS or a stop may end the output"},
-    {"temperature", "sampling.temperature", "0 = greedy"},
-    {"top-p", "sampling.top_p", "nucleus mass in (0, 1]"},
-    {"top-k", "sampling.top_k", "keep the k most likely (0 or -1: off)"},
-    {"min-p", "sampling.min_p", "drop tokens below min_p * p(max)"},
-    {"repetition-penalty", "sampling.repetition_penalty", "> 1 discourages repeats"},
-    {"presence-penalty", "sampling.presence_penalty", "in [-2, 2]"},
-    {"frequency-penalty", "sampling.frequency_penalty", "in [-2, 2]"},
-};
-
-po::options_description make_options() {
-  po::options_description desc("conveyor generate options");
-  desc.add_options()("help,h", "show this help")("prompt", po::value<std::string>(), "prompt text")(
-      "prompt-ids", po::value<std::string>(), "prompt as token ids, e.g. 1,2,3 (no tokenizer needed)")(
-      "chat", "wrap the prompt in the model's chat template (ChatML) as one user turn")(
-      "system", po::value<std::string>(), "system message for --chat")(
-      "print-ids", "print the generated token ids as the last line of stdout")(
-      "stop", po::value<std::vector<std::string>>()->composing(), "stop string (repeatable)")(
-      "ignore-eos", "keep generating past EOS")("logprobs", po::value<int64_t>(),
-                                                 "report the chosen token's logprob and the top N (stderr)")(
-      "input", po::value<std::string>(), "batch job: requests JSONL (OpenAI Batch or {\"prompt\": ...} lines)")(
-      "output", po::value<std::string>(), "batch job: results JSONL (appended; a rerun resumes)")(
-      "errors", po::value<std::string>(), "batch job: per-line errors JSONL (default <output>.errors.jsonl)")(
-      "strict", "batch job: abort before any work when a line is invalid")(
-      "chat-template", po::value<std::string>(), "batch job: chatml, llama3 or llama2 (default: from the model)");
-  for (const SamplingFlag& f : kSamplingFlags) desc.add_options()(f.flag, po::value<std::string>(), f.help);
-  add_config_options(&desc);
-  return desc;
-}
-
-// generation_config.json defaults sit between the schema defaults and anything the user set.
-void apply_generation_defaults(const ModelSpec& spec, Config& cfg) {
-  const std::string origin = spec.source + " (generation_config)";
-  auto set_default = [&](const char* key, const std::string& text) {
-    if (cfg.value(key).origin == "default") cfg.set(key, text, origin);
-  };
-  const GenerationDefaults& g = spec.generation;
-  if (g.do_sample && !*g.do_sample) set_default("sampling.temperature", "0");
-  else if (g.temperature) set_default("sampling.temperature", std::to_string(*g.temperature));
-  if (g.top_p) set_default("sampling.top_p", std::to_string(*g.top_p));
-  if (g.top_k) set_default("sampling.top_k", std::to_string(*g.top_k));
-  if (g.repetition_penalty) set_default("sampling.repetition_penalty", std::to_string(*g.repetition_penalty));
-}
-
-void apply_sampling_flags(const po::variables_map& vm, Config& cfg) {
-  for (const SamplingFlag& f : kSamplingFlags) {
-    if (!vm.count(f.flag) || cfg.value(f.key).origin == "--set") continue;  // --set wins over flags
-    cfg.set(f.key, vm[f.flag].as<std::string>(), std::string("--") + f.flag);
-  }
-  if (vm.count("ignore-eos") && cfg.value("sampling.ignore_eos").origin != "--set")
-    cfg.set("sampling.ignore_eos", "true", "--ignore-eos");
-}
-
+// --chat: the prompt as one user turn (after --system) of the ChatML template, the only one --chat knows.
 std::string chat_prompt(const Tokenizer* tok, const po::variables_map& vm, const std::string& user) {
   CONVEYOR_CHECK(tok && tok->token_to_id("<|im_start|>") && tok->token_to_id("<|im_end|>"),
                  "--chat knows the ChatML template (<|im_start|>/<|im_end|>), which this model's tokenizer lacks; "
                  "write the template into --prompt yourself");
-  std::string text;
-  if (vm.count("system")) text += "<|im_start|>system\n" + vm["system"].as<std::string>() + "<|im_end|>\n";
-  return text + "<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n";
+  std::vector<ChatMessage> messages;
+  if (vm.count("system")) messages.push_back({"system", vm["system"].as<std::string>()});
+  messages.push_back({"user", user});
+  return ChatTemplate::by_name("chatml").render(messages, /*add_generation_prompt=*/true, "", "");
 }
 
 std::vector<int32_t> prompt_ids(const Engine& engine, const po::variables_map& vm) {
@@ -126,15 +69,7 @@ void print_logprobs(const Engine& engine, const CompletionOutput& out) {
 
 // The batch job of --input: opened (input validated, output manifest checked) before any model work.
 std::unique_ptr<BatchJob> open_batch_job(const Config& cfg, const po::variables_map& vm, const std::string& model_path) {
-  BatchJobOptions job;
-  job.input = vm["input"].as<std::string>();
-  job.output = vm.count("output") ? vm["output"].as<std::string>() : cfg.get_string("io.output");
-  job.errors = vm.count("errors") ? vm["errors"].as<std::string>() : cfg.get_string("io.errors");
-  job.strict = vm.count("strict") > 0 || cfg.get_bool("io.strict");
-  job.model = model_path.empty() ? cfg.get_string("model.config") : model_path;
-  if (vm.count("chat-template")) job.chat_template_name = vm["chat-template"].as<std::string>();
-  if (!model_path.empty()) job.model_chat_template = model_chat_template(model_path);
-  return std::make_unique<BatchJob>(cfg, std::move(job));
+  return std::make_unique<BatchJob>(cfg, batch_job_options(cfg, vm, model_path));
 }
 
 void write_summary(const std::string& path, const nlohmann::json& j) {
@@ -158,7 +93,7 @@ int run_prompt(const po::variables_map& vm, Engine& engine, const SamplingParams
   const auto t0 = std::chrono::steady_clock::now();
   const CompletionOutput out = engine.generate({req}).at(0);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  CONVEYOR_CHECK(out.finish_reason != "error", out.error);
+  CONVEYOR_CHECK(out.finish_reason != FinishReason::kError, out.error);
   if (!ends_with_newline) std::fputc('\n', stdout);
   if (vm.count("print-ids")) {
     std::vector<std::string> ids;
@@ -170,14 +105,14 @@ int run_prompt(const po::variables_map& vm, Engine& engine, const SamplingParams
   std::fprintf(stderr, "generate: %lld prompt + %lld generated tokens in %.2f s (%.1f tok/s), finish_reason %s, "
                "%lld preemptions\n", static_cast<long long>(out.prompt_tokens),
                static_cast<long long>(out.completion_tokens), secs, out.completion_tokens / std::max(secs, 1e-9),
-               out.finish_reason.c_str(), static_cast<long long>(engine.scheduler_stats().preemptions));
+               finish_reason_name(out.finish_reason), static_cast<long long>(engine.scheduler_stats().preemptions));
   return 0;
 }
 
 }  // namespace
 
 int run_generate_command(const Args& args, int* argc, char*** argv) {
-  const po::options_description desc = make_options();
+  const po::options_description desc = generate_options();
   po::variables_map vm = parse_command_line(args, desc);
   if (vm.count("help")) {
     std::cout << "usage: conveyor generate --model <hf-dir|file.gguf> (--prompt TEXT | --prompt-ids 1,2,3) "
@@ -194,10 +129,7 @@ int run_generate_command(const Args& args, int* argc, char*** argv) {
   apply_generation_defaults(spec, cfg);
   apply_sampling_flags(vm, cfg);
 
-  SamplingParams params = SamplingParams::from_config(cfg);
-  if (vm.count("stop")) params.stop = vm["stop"].as<std::vector<std::string>>();
-  if (vm.count("logprobs")) params.logprobs = vm["logprobs"].as<int64_t>();
-  params.validate();
+  const SamplingParams params = prompt_sampling_params(cfg, vm);
 
   PipelineSession session(cfg, argc, argv);
   std::unique_ptr<BatchJob> batch;

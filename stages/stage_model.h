@@ -1,7 +1,7 @@
 // StageModel: the slice of a model one pipeline stage runs on one TP rank: layers [first, last),
 // plus the embedding on the first stage and the final norm + LM head on the last. Between stages the
 // only activation is the hidden state [num_tokens, hidden] of the step's tokens in plan order, so
-// the pipeline (issue 5) sends exactly that, with the plan, and nothing else.
+// the pipeline sends exactly that, with the plan, and nothing else.
 #pragma once
 
 #include <vector>

@@ -1,4 +1,4 @@
-// Batch output records, manifest and the durable append-only writer (see batch_output.h). Each line is
+// Batch output records, manifest and the durable append-only writer (see output.h). Each line is
 // written with a single write(2) on an O_APPEND descriptor, so a kill leaves at most one torn line at
 // the end, which open() detects (no newline or not JSON) and truncates away.
 #include "runtime/batch/output.h"
@@ -16,6 +16,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/sha256.h"
+#include "runtime/tokenizer/utf8.h"
 
 namespace conveyor {
 
@@ -34,52 +35,6 @@ bool file_exists(const std::string& path, off_t* size) {
   return true;
 }
 
-// Length of the valid UTF-8 sequence at s[i], or 0 when s[i] starts an invalid subpart.
-size_t utf8_sequence_length(const std::string& s, size_t i) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char b = byte(i);
-  if (b < 0x80) return 1;
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte (Unicode table 3-7)
-  if (b >= 0xC2 && b <= 0xDF) {
-    n = 2;
-  } else if (b >= 0xE0 && b <= 0xEF) {
-    n = 3;
-    if (b == 0xE0) lo = 0xA0;
-    if (b == 0xED) hi = 0x9F;  // no surrogates
-  } else if (b >= 0xF0 && b <= 0xF4) {
-    n = 4;
-    if (b == 0xF0) lo = 0x90;
-    if (b == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  for (size_t k = 1; k < n; ++k) {
-    if (i + k >= s.size()) return 0;
-    unsigned char c = byte(i + k);
-    if (k == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) return 0;
-  }
-  return n;
-}
-
-// How many bytes of the invalid subpart at s[i] to replace with one U+FFFD: the lead byte plus the
-// continuation bytes that still fitted a valid prefix ("maximal subpart", Unicode 3.9 / W3C).
-size_t invalid_subpart_length(const std::string& s, size_t i) {
-  unsigned char b = static_cast<unsigned char>(s[i]);
-  size_t n = (b >= 0xC2 && b <= 0xDF) ? 2 : (b >= 0xE0 && b <= 0xEF) ? 3 : (b >= 0xF0 && b <= 0xF4) ? 4 : 1;
-  size_t k = 1;
-  for (; k < n && i + k < s.size(); ++k) {
-    unsigned char c = static_cast<unsigned char>(s[i + k]);
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (k == 1 && b == 0xE0) lo = 0xA0;
-    if (k == 1 && b == 0xED) hi = 0x9F;
-    if (k == 1 && b == 0xF0) lo = 0x90;
-    if (k == 1 && b == 0xF4) hi = 0x8F;
-    if (c < lo || c > hi) break;
-  }
-  return k;
-}
-
 json usage(int64_t prompt, int64_t completion) {
   return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
 }
@@ -90,23 +45,6 @@ json usage(int64_t prompt, int64_t completion) {
 }
 
 }  // namespace
-
-std::string sanitize_utf8(const std::string& bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  size_t i = 0;
-  while (i < bytes.size()) {
-    size_t n = utf8_sequence_length(bytes, i);
-    if (n > 0) {
-      out.append(bytes, i, n);
-      i += n;
-    } else {
-      out += "\xEF\xBF\xBD";
-      i += invalid_subpart_length(bytes, i);
-    }
-  }
-  return out;
-}
 
 std::string random_id(const std::string& prefix) {
   // Seeded once per process from the OS and the clock; ids only need to be unique, not secret.
@@ -123,14 +61,17 @@ std::string random_id(const std::string& prefix) {
 
 json make_result_record(const BatchResult& r, const std::string& request_id) {
   bool chat = r.endpoint == Endpoint::kChatCompletions;
-  std::string text = sanitize_utf8(r.text);
+  std::string text = utf8_lossy(r.text);
   json choice = {{"index", 0}};
   if (chat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   } else {
     choice["text"] = text;
   }
-  choice["finish_reason"] = r.finish_reason;
+  CONVEYOR_CHECK(r.finish_reason == FinishReason::kStop || r.finish_reason == FinishReason::kLength,
+                 "batch result of custom_id '", r.custom_id, "' has no OpenAI finish_reason (a failed request is "
+                 "an error line, not a result)");
+  choice["finish_reason"] = finish_reason_name(r.finish_reason);
   choice["logprobs"] = r.logprobs;
   choice["token_ids"] = r.token_ids;
   int64_t created = r.created != 0 ? r.created : static_cast<int64_t>(std::time(nullptr));
@@ -148,11 +89,11 @@ json make_result_record(const BatchResult& r, const std::string& request_id) {
 
 json make_error_record(const std::optional<std::string>& custom_id, int64_t line, int status_code,
                        const std::string& message, const std::string& request_id) {
-  json error = {{"message", sanitize_utf8(message)},
+  json error = {{"message", utf8_lossy(message)},
                 {"type", status_code < 500 ? "invalid_request_error" : "server_error"},
                 {"param", nullptr},
                 {"code", nullptr}};
-  json id = custom_id ? json(sanitize_utf8(*custom_id)) : json(nullptr);
+  json id = custom_id ? json(utf8_lossy(*custom_id)) : json(nullptr);
   return {{"id", random_id("batch_req_")},
           {"custom_id", id},
           {"response", {{"status_code", status_code}, {"request_id", request_id}, {"body", {{"error", error}}}}},

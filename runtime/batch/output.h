@@ -14,21 +14,18 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/batch/input.h"
+#include "runtime/sampling/stop_checker.h"
 
 namespace conveyor {
-
-// Replaces every maximal invalid UTF-8 subpart with U+FFFD (as decoders do), so text cut inside a
-// character still dumps as JSON (nlohmann throws on invalid UTF-8).
-std::string sanitize_utf8(const std::string& bytes);
 
 // One finished request as the engine reports it.
 struct BatchResult {
   std::string custom_id;
   Endpoint endpoint = Endpoint::kCompletions;
   std::string model;
-  std::string text;                // may end inside a UTF-8 character
+  std::string text;                // may end inside a UTF-8 character: records carry it through utf8_lossy
   std::vector<int32_t> token_ids;  // generated ids
-  std::string finish_reason;       // "stop" or "length"
+  FinishReason finish_reason = FinishReason::kLength;  // kStop or kLength (written as "stop" / "length")
   int64_t prompt_tokens = 0;
   nlohmann::json logprobs;         // null, or the OpenAI-shaped logprobs object
   int64_t created = 0;             // unix seconds; 0: now

@@ -96,8 +96,7 @@ std::vector<KeySpec> build_schema() {
                  "bracket this step with cudaProfilerStart/Stop, for `ncu --profile-from-start off`; -1: never"),
              -1, 9.2e18),
       ranged(key("runtime.watchdog_timeout", VT::kFloat, "300",
-                 "seconds a blocking wait may take before the watchdog aborts the job; 0 disables"), 0.0, 1e7,
-             true),
+                 "seconds a blocking wait may take before the watchdog aborts the job; 0 disables"), 0.0, 1e7),
   };
 }
 }  // namespace

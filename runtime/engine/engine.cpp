@@ -1,7 +1,7 @@
 // Engine: per step, schedule plans until the runner holds max_in_flight of them (each carries what the
 // sampling stage must learn: new sequences, retired ones, the EOS ids once), then take the oldest plan's
 // sampled tokens -> scheduler -> detokenize, stop-check, stream, retire finished requests. Failed
-// sequences (never fit) come back as outputs with finish_reason "error", never as an exception that
+// sequences (never fit) come back as outputs with FinishReason::kError, never as an exception that
 // would end a whole batch.
 #include "runtime/engine/engine.h"
 
@@ -105,7 +105,7 @@ void Engine::fail_refused(std::vector<CompletionOutput>& finished) {
   for (const FailedSequence& f : scheduler_.take_failed()) {
     auto it = states_.find(f.id);
     CompletionOutput out = finish_output(*it->second);
-    out.finish_reason = "error";
+    out.finish_reason = FinishReason::kError;
     out.error = f.error;
     states_.erase(it);
     finished.push_back(std::move(out));
@@ -161,7 +161,7 @@ std::vector<CompletionOutput> Engine::step() {
 // After the loop: on_token only marks finished requests so plan order stays stable.
 void Engine::retire(const std::vector<CompletionOutput>& finished) {
   for (const CompletionOutput& out : finished) {
-    if (out.finish_reason == "error") continue;
+    if (out.finish_reason == FinishReason::kError) continue;
     scheduler_.finish(out.request_id);
     states_.erase(out.request_id);
     if (announced_.erase(out.request_id)) to_retire_.push_back(out.request_id);
@@ -188,7 +188,7 @@ CompletionOutput Engine::finish_output(const RequestState& st) {
   out.request_id = st.id;
   out.text = st.checker.text();
   out.token_ids = st.tokens;
-  out.finish_reason = st.checker.finished() ? finish_reason_name(st.checker.reason()) : "error";
+  out.finish_reason = st.checker.finished() ? st.checker.reason() : FinishReason::kError;
   out.stop_string = st.checker.stop_string();
   out.stop_token = st.checker.stop_token();
   out.prompt_tokens = st.prompt_len;
@@ -218,6 +218,8 @@ std::vector<CompletionOutput> Engine::generate(std::vector<Request> requests) {
 }
 
 nlohmann::json completion_to_json(const CompletionOutput& out) {
+  CONVEYOR_CHECK(out.finish_reason != FinishReason::kNone, "completion_to_json: request ", out.request_id,
+                 " has not finished");
   nlohmann::json lps = nlohmann::json::array();
   for (const TokenLogprobs& lp : out.logprobs) {
     nlohmann::json top = nlohmann::json::array();
@@ -225,7 +227,7 @@ nlohmann::json completion_to_json(const CompletionOutput& out) {
     lps.push_back({{"token", lp.token}, {"logprob", lp.logprob}, {"rank", lp.rank}, {"top", top}});
   }
   nlohmann::json j = {{"request_id", out.request_id},   {"text", out.text},
-                      {"token_ids", out.token_ids},     {"finish_reason", out.finish_reason},
+                      {"token_ids", out.token_ids},     {"finish_reason", finish_reason_name(out.finish_reason)},
                       {"prompt_tokens", out.prompt_tokens}, {"completion_tokens", out.completion_tokens},
                       {"logprobs", lps},                {"error", out.error},
                       {"ttft_s", out.ttft_s},           {"tpot_s", out.tpot_s}};
@@ -239,7 +241,7 @@ CompletionOutput completion_from_json(const nlohmann::json& j) {
   out.request_id = j.at("request_id").get<int64_t>();
   out.text = j.at("text").get<std::string>();
   out.token_ids = j.at("token_ids").get<std::vector<int32_t>>();
-  out.finish_reason = j.at("finish_reason").get<std::string>();
+  out.finish_reason = parse_finish_reason(j.at("finish_reason").get<std::string>());
   out.prompt_tokens = j.at("prompt_tokens").get<int64_t>();
   out.completion_tokens = j.at("completion_tokens").get<int64_t>();
   out.error = j.at("error").get<std::string>();

@@ -1,6 +1,6 @@
-// Engine: the single-process generation loop on the leader. It owns the model runner, the scheduler,
-// the sampler and, per request, a StopChecker and (when a tokenizer exists) a StreamDecoder; it turns
-// each plan's logits into tokens, text, streamed deltas and finished outputs.
+// Engine: the single-process generation loop on the leader. It owns the model runner (whose last
+// stage samples), the scheduler and, per request, a StopChecker and (when a tokenizer exists) a
+// StreamDecoder; it turns each plan's sampled tokens into text, streamed deltas and finished outputs.
 // Sampling is keyed by (request seed, output index), so outputs do not depend on batching or
 // preemption: the same request gives the same tokens however the scheduler packs it.
 #pragma once
@@ -47,13 +47,13 @@ struct CompletionOutput {
   int64_t request_id = 0;
   std::string text;                     // empty without a tokenizer
   std::vector<int32_t> token_ids;
-  std::string finish_reason;            // "stop", "length", or "error" (see error)
+  FinishReason finish_reason = FinishReason::kNone;  // kStop, kLength, or kError (see error)
   std::optional<std::string> stop_string;  // vLLM's stop_reason when a stop string matched
   std::optional<int32_t> stop_token;       // ... or a stop token id
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   std::vector<TokenLogprobs> logprobs;  // one per token when params.logprobs is set
-  std::string error;                    // why the request failed (finish_reason "error")
+  std::string error;                    // why the request failed (FinishReason::kError)
   // Latency, seconds: time to first token from add_request, and mean time per output token after
   // the first (0 with fewer than two tokens).
   double ttft_s = 0;
@@ -65,7 +65,7 @@ struct CompletionOutput {
 using StreamCallback = std::function<void(int64_t request_id, const std::string& delta)>;
 
 // What a batch job or a prompt drives: one Engine, or several replicas behind a router
-// (launch/replicas.h). Requests go in, finished outputs come out of step().
+// (replica_router.h). Requests go in, finished outputs come out of step().
 class Generator {
  public:
   virtual ~Generator() = default;

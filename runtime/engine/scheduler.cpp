@@ -60,8 +60,7 @@ void Scheduler::add(int64_t id, std::vector<int32_t> prompt_ids, int64_t max_len
     ++stats_.failed;
     return;
   }
-  auto seq = std::make_unique<Sequence>(id, next_arrival_++, std::move(prompt_ids), max_len, allocator_,
-                                        block_size_);
+  auto seq = std::make_unique<Sequence>(id, next_arrival_++, std::move(prompt_ids), allocator_, block_size_);
   waiting_.push_back(seq.get());
   seqs_.emplace(id, std::move(seq));
 }

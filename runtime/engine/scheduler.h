@@ -1,6 +1,6 @@
 // The leader's scheduler: continuous batching over a waiting and a running queue, paged KV blocks,
 // chunked prefill and preemption by recompute. Each schedule() emits one StepPlan (a micro-batch);
-// several may be in flight at once (issue 5), and a sequence in an unreturned plan is never
+// several may be in flight at once (pipeline micro-batches), and a sequence in an unreturned plan is never
 // scheduled, preempted or finished until on_step_done() brings its result back.
 // Order of service is age (arrival): decodes first, then running prefill chunks, then admissions,
 // all oldest first; when blocks run out the youngest running sequence is preempted, so the oldest

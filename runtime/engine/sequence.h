@@ -12,22 +12,17 @@
 
 namespace conveyor {
 
-enum class SeqStatus { kWaiting, kRunning, kFinished };
+enum class SeqStatus { kWaiting, kRunning };  // a finished sequence leaves the scheduler
 
 struct Sequence {
-  Sequence(int64_t seq_id, uint64_t arrival_order, std::vector<int32_t> prompt, int64_t max_length,
-           BlockAllocator& allocator, int block_size)
-      : id(seq_id),
-        arrival(arrival_order),
-        prompt_ids(std::move(prompt)),
-        max_len(max_length),
-        blocks(allocator, block_size) {}
+  Sequence(int64_t seq_id, uint64_t arrival_order, std::vector<int32_t> prompt, BlockAllocator& allocator,
+           int block_size)
+      : id(seq_id), arrival(arrival_order), prompt_ids(std::move(prompt)), blocks(allocator, block_size) {}
 
   int64_t id;
   uint64_t arrival;                 // admission order: lower is older, older is served first
   std::vector<int32_t> prompt_ids;
   std::vector<int32_t> output_ids;
-  int64_t max_len;                  // prompt + max_tokens, capped by max_model_len
   SeqStatus status = SeqStatus::kWaiting;
   int32_t num_computed = 0;         // tokens whose K/V are in the cache
   bool in_flight = false;           // part of a plan whose result has not come back

@@ -1,6 +1,6 @@
 // StepPlan: what one forward step computes, decided by the leader's scheduler. It lists, per sequence,
 // the new tokens (a prefill chunk or one decode token), where they start in the sequence and the KV
-// blocks that hold it. The plan travels down the pipeline with the activations (issue 5: serialize);
+// blocks that hold it. The plan travels down the pipeline with the activations (encode()/decode());
 // no rank other than the leader makes scheduling decisions.
 #pragma once
 

@@ -32,9 +32,16 @@ const char* finish_reason_name(FinishReason r) {
   switch (r) {
     case FinishReason::kStop: return "stop";
     case FinishReason::kLength: return "length";
+    case FinishReason::kError: return "error";
     case FinishReason::kNone: break;
   }
   return nullptr;
+}
+
+FinishReason parse_finish_reason(const std::string& name) {
+  for (FinishReason r : {FinishReason::kStop, FinishReason::kLength, FinishReason::kError})
+    if (name == finish_reason_name(r)) return r;
+  CONVEYOR_THROW("unknown finish_reason '", name, "'; expected stop, length or error");
 }
 
 StopChecker::StopChecker(const SamplingParams& params, std::vector<int32_t> eos_ids, int64_t prompt_len,

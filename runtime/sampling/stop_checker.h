@@ -14,9 +14,13 @@
 
 namespace conveyor {
 
-enum class FinishReason { kNone, kStop, kLength };
-// OpenAI's finish_reason: "stop", "length", or nullptr while running.
+// Why a sequence ended. StopChecker gives kStop or kLength; kError is the engine's, for a request that
+// failed (e.g. the scheduler refused it) and so has no OpenAI finish_reason of its own.
+enum class FinishReason { kNone, kStop, kLength, kError };
+// The text of a reason: OpenAI's "stop" / "length", "error", or nullptr for kNone (still running).
 const char* finish_reason_name(FinishReason r);
+// The inverse of finish_reason_name for the three finished reasons; throws on any other text.
+FinishReason parse_finish_reason(const std::string& name);
 
 class StopChecker {
  public:

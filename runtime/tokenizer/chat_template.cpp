@@ -4,8 +4,14 @@
 // tests/data/chat_template were rendered by transformers (scripts/make_chat_template_expected.py).
 #include "runtime/tokenizer/chat_template.h"
 
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
+#include "runtime/model/gguf_file.h"
 
 namespace conveyor {
 
@@ -164,6 +170,26 @@ ChatTemplateChoice choose_chat_template(const std::string& name, const std::stri
                  "); pass --chat-template NAME if one matches, or send /v1/completions requests";
   }
   return c;
+}
+
+std::string model_chat_template(const std::string& model_path) {
+  namespace fs = std::filesystem;
+  if (ends_with(model_path, ".gguf")) {
+    GgufFile gguf(model_path);
+    return gguf.has("tokenizer.chat_template") ? gguf.get_string("tokenizer.chat_template") : "";
+  }
+  fs::path cfg = fs::path(model_path) / "tokenizer_config.json";
+  if (!fs::exists(cfg)) return "";
+  std::ifstream in(cfg);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("chat_template") && j["chat_template"].is_string()) return j["chat_template"];
+  return "";
+}
+
+std::vector<int32_t> encode_chat(const ChatTemplate& chat, const Tokenizer& tok, const std::vector<ChatMessage>& messages) {
+  const std::string bos = tok.bos_id() >= 0 ? tok.id_to_token(tok.bos_id()) : "";
+  const std::string eos = tok.eos_ids().empty() ? "" : tok.id_to_token(tok.eos_ids().front());
+  return tok.encode(chat.render(messages, true, bos, eos), /*add_bos=*/false, /*parse_special=*/true);
 }
 
 }  // namespace conveyor

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/tokenizer/tokenizer.h"
+
 namespace conveyor {
 
 struct ChatMessage {
@@ -57,5 +59,14 @@ struct ChatTemplateChoice {
   std::string why_none;
 };
 ChatTemplateChoice choose_chat_template(const std::string& name, const std::string& metadata_template);
+
+// The model's own chat template text: GGUF tokenizer.chat_template, or tokenizer_config.json's
+// chat_template in an HF directory; "" when there is none (or the JSON is unreadable).
+std::string model_chat_template(const std::string& model_path);
+
+// A conversation as prompt ids: rendered with the generation prompt, the tokenizer's BOS / first EOS
+// token text filled in, and encoded with add_bos=false and parse_special=true (the text has the BOS
+// when the template wants one).
+std::vector<int32_t> encode_chat(const ChatTemplate& chat, const Tokenizer& tok, const std::vector<ChatMessage>& messages);
 
 }  // namespace conveyor

@@ -123,6 +123,20 @@ TEST(Config, OutOfRange) {
   EXPECT_NE(msg.find("s.yaml:2"), std::string::npos) << msg;
 }
 
+// The help says "0 disables": 0 must pass the bounds (it was refused as out of (0, 1e7]).
+TEST(Config, WatchdogTimeoutZeroIsAcceptedAndNegativeIsNot) {
+  Config c = from_cli({"--watchdog-timeout", "0"});
+  EXPECT_EQ(c.get_float("runtime.watchdog_timeout"), 0.0);
+  EXPECT_EQ(c.value("runtime.watchdog_timeout").origin, "--watchdog-timeout");
+  EXPECT_EQ(from_cli({"--watchdog-timeout", "0.5"}).get_float("runtime.watchdog_timeout"), 0.5);
+  EXPECT_EQ(Config().get_float("runtime.watchdog_timeout"), 300.0);
+  for (const char* v : {"-1", "-0.001", "1e8"}) {
+    const std::string msg = error_of([&] { from_cli({"--watchdog-timeout", v}); });
+    EXPECT_NE(msg.find("runtime.watchdog_timeout"), std::string::npos) << v << ": " << msg;
+    EXPECT_NE(msg.find("[0, "), std::string::npos) << v << ": " << msg;
+  }
+}
+
 TEST(Config, CrossKeyChecks) {
   std::string msg = error_of([] { from_cli({"-pp", "3", "--partition", "[4, 4]"}); });
   EXPECT_NE(msg.find("has 2 entries but parallel.pipeline is 3"), std::string::npos) << msg;

@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "runtime/config/config.h"
 #include "runtime/core/error.h"
 #include "runtime/dist/communicator.h"
 
@@ -126,6 +127,29 @@ TEST(Watchdog, ZeroDeadlineDisablesScopes) {
   Watchdog::Scope s(wd, "recv", "micro-batch 1 from rank 0 (stage 0)");
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(fired.count, 0) << fired.message();
+}
+
+// --watchdog-timeout 0 (the schema accepts it) reaches the watchdog as deadline 0: an overrun never
+// fires, but a communicator's error still does, since only the deadline is disabled.
+TEST(Watchdog, ZeroTimeoutFromTheConfigDisablesOnlyTheDeadline) {
+  Config cfg;
+  cfg.set("runtime.watchdog_timeout", "0", "--watchdog-timeout");
+  Watchdog::Options opt = fast(100.0);
+  opt.deadline_s = cfg.get_float("runtime.watchdog_timeout");
+  Fired fired;
+  FakeComm failing;
+  Watchdog wd(opt, fired.handler());
+  wd.watch(&failing);
+  {
+    Watchdog::Scope s(wd, "recv", "micro-batch 4 from rank 1 (stage 1)");
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(fired.count, 0) << fired.message();
+    failing.set_error("NCCL error: remote process exited");
+    ASSERT_TRUE(fired.wait(2000ms)) << "a communicator error did not fire with the deadline disabled";
+  }
+  EXPECT_NE(fired.message().find("remote process exited"), std::string::npos) << fired.message();
+  EXPECT_EQ(fired.count, 1);
+  wd.unwatch(&failing);
 }
 
 TEST(Watchdog, CommunicatorErrorFires) {

@@ -71,7 +71,7 @@ TEST(Engine, MaxTokensEndsWithLength) {
   Built b = make_engine();
   CompletionOutput out = run_one(*b.engine, make_request(3, random_prompt(1, 9), greedy(12)));
   EXPECT_EQ(out.request_id, 3);
-  EXPECT_EQ(out.finish_reason, "length");
+  EXPECT_EQ(out.finish_reason, FinishReason::kLength);
   EXPECT_EQ(out.completion_tokens, 12);
   EXPECT_EQ(out.token_ids.size(), 12u);
   EXPECT_EQ(out.prompt_tokens, 9);
@@ -95,7 +95,7 @@ TEST(Engine, StopStringCutsTextAndStreamingConcatenatesToFinalText) {
     p.stop = {"\x01never", stop};
     p.include_stop_str_in_output = include;
     CompletionOutput out = run_one(*e.engine, make_request(0, prompt, p));
-    EXPECT_EQ(out.finish_reason, "stop");
+    EXPECT_EQ(out.finish_reason, FinishReason::kStop);
     ASSERT_TRUE(out.stop_string.has_value());
     EXPECT_EQ(*out.stop_string, stop);
     EXPECT_EQ(out.text, full.text.substr(0, cut + (include ? stop.size() : 0)));
@@ -112,7 +112,7 @@ TEST(Engine, MinTokensHoldsBackEos) {
     p.ignore_eos = false;
     p.min_tokens = min_tokens;
     CompletionOutput out = run_one(*b.engine, make_request(0, random_prompt(3, 6), p));
-    EXPECT_EQ(out.finish_reason, "stop");
+    EXPECT_EQ(out.finish_reason, FinishReason::kStop);
     ASSERT_EQ(out.completion_tokens, min_tokens + 1) << "min_tokens " << min_tokens;
     EXPECT_EQ(out.token_ids.back(), kEos);
     for (int64_t i = 0; i < min_tokens; ++i) EXPECT_NE(out.token_ids[i], kEos);
@@ -136,7 +136,7 @@ TEST(Engine, SeedsReproducibleAcrossBatchingAndPreemption) {
   std::vector<CompletionOutput> c = tight.engine->generate(batch);
   EXPECT_GT(tight.engine->scheduler_stats().preemptions, 0);
   for (int i = 0; i < 10; ++i) {
-    EXPECT_EQ(c[i].finish_reason, "length") << c[i].error;
+    EXPECT_EQ(c[i].finish_reason, FinishReason::kLength) << c[i].error;
     EXPECT_EQ(c[i].token_ids, a[i].token_ids) << "request " << i;
     EXPECT_EQ(c[i].text, a[i].text) << "request " << i;
     Built alone = make_engine();
@@ -202,10 +202,57 @@ TEST(Engine, SequenceThatNeverFitsIsAFailedOutputNotAnException) {
   Built b = make_engine(4, 8);  // 32 token slots
   std::vector<CompletionOutput> outs =
       b.engine->generate({make_request(0, random_prompt(5, 10), greedy(50)), make_request(1, random_prompt(6, 5), greedy(8))});
-  EXPECT_EQ(outs[0].finish_reason, "error");
+  EXPECT_EQ(outs[0].finish_reason, FinishReason::kError);
   EXPECT_NE(outs[0].error.find("KV blocks"), std::string::npos) << outs[0].error;
-  EXPECT_EQ(outs[1].finish_reason, "length");
+  EXPECT_EQ(outs[1].finish_reason, FinishReason::kLength);
   EXPECT_EQ(outs[1].completion_tokens, 8);
+}
+
+// Replicas send outputs to the job's rank as JSON: every field survives, and the finish reason
+// travels as OpenAI's text ("stop", "length") or "error".
+TEST(Engine, CompletionOutputRoundTripsThroughJson) {
+  std::mt19937 rng(7);
+  for (FinishReason reason : {FinishReason::kStop, FinishReason::kLength, FinishReason::kError}) {
+    CompletionOutput out;
+    out.request_id = static_cast<int64_t>(rng() % 1000);
+    out.text = "text " + std::to_string(rng());
+    for (int i = 0; i < 5; ++i) out.token_ids.push_back(static_cast<int32_t>(rng() % 50000));
+    out.finish_reason = reason;
+    out.stop_string = "###";
+    out.prompt_tokens = 11;
+    out.completion_tokens = 5;
+    out.logprobs.push_back({out.token_ids[0], -0.25f, 1, {{out.token_ids[0], -0.25f}, {17, -1.5f}}});
+    out.error = reason == FinishReason::kError ? "refused" : "";
+    out.ttft_s = 0.125;
+    out.tpot_s = 0.0625;
+    const nlohmann::json j = completion_to_json(out);
+    EXPECT_EQ(j["finish_reason"], finish_reason_name(reason));
+    const CompletionOutput back = completion_from_json(j);
+    EXPECT_EQ(back.request_id, out.request_id);
+    EXPECT_EQ(back.text, out.text);
+    EXPECT_EQ(back.token_ids, out.token_ids);
+    EXPECT_EQ(back.finish_reason, reason);
+    EXPECT_EQ(back.stop_string, out.stop_string);
+    EXPECT_FALSE(back.stop_token.has_value());
+    EXPECT_EQ(back.prompt_tokens, 11);
+    EXPECT_EQ(back.completion_tokens, 5);
+    ASSERT_EQ(back.logprobs.size(), 1u);
+    EXPECT_EQ(back.logprobs[0].token, out.token_ids[0]);
+    EXPECT_EQ(back.logprobs[0].logprob, -0.25f);
+    EXPECT_EQ(back.logprobs[0].rank, 1);
+    ASSERT_EQ(back.logprobs[0].top.size(), 2u);
+    EXPECT_EQ(back.logprobs[0].top[1].token, 17);
+    EXPECT_EQ(back.logprobs[0].top[1].logprob, -1.5f);
+    EXPECT_EQ(back.error, out.error);
+    EXPECT_EQ(back.ttft_s, 0.125);
+    EXPECT_EQ(back.tpot_s, 0.0625);
+  }
+  CompletionOutput running;  // kNone: not an output anyone may send
+  EXPECT_THROW(completion_to_json(running), Error);
+  running.finish_reason = FinishReason::kStop;
+  nlohmann::json bad = completion_to_json(running);
+  bad["finish_reason"] = "abort";
+  EXPECT_THROW(completion_from_json(bad), Error);
 }
 
 // The real CPU runner on transformers goldens: 16 requests (each golden prompt 4 times, with different

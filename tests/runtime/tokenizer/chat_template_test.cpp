@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -91,6 +92,38 @@ TEST(ChatTemplate, Llama2RejectsRolesThatDoNotAlternate) {
   EXPECT_THROW(t.render({{"user", "a"}, {"user", "b"}}, true, "<s>", "</s>"), Error);
   EXPECT_THROW(t.render({{"assistant", "a"}}, true, "<s>", "</s>"), Error);
   EXPECT_THROW(t.render({{"user", "a"}, {"system", "b"}}, true, "<s>", "</s>"), Error);
+}
+
+// The model's own template text: from GGUF metadata, from an HF directory's tokenizer_config.json,
+// and "" for a directory without one (no file, no string, unreadable JSON).
+TEST(ChatTemplate, ModelChatTemplateFromGgufAndHfDirectories) {
+  GgufFile gguf(testing::test_model_path());
+  EXPECT_EQ(model_chat_template(testing::test_model_path()), gguf.get_string("tokenizer.chat_template"));
+  const std::string dir = testing::temp_dir("model_chat_template");
+  EXPECT_EQ(model_chat_template(dir), "");
+  const std::string jinja = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>{% endfor %}";
+  std::ofstream(dir + "/tokenizer_config.json") << json({{"chat_template", jinja}, {"bos_token", "<s>"}}).dump();
+  EXPECT_EQ(model_chat_template(dir), jinja);
+  std::ofstream(dir + "/tokenizer_config.json") << json({{"chat_template", json::array({{{"name", "x"}}})}}).dump();
+  EXPECT_EQ(model_chat_template(dir), "");
+  std::ofstream(dir + "/tokenizer_config.json") << "{\"chat_template\": ";
+  EXPECT_EQ(model_chat_template(dir), "");
+}
+
+// encode_chat fills in the tokenizer's BOS text (sp_bpe.json has no EOS) and parses it as the special
+// token, so a Llama-2 conversation has exactly one BOS per user turn (none added on top).
+TEST(ChatTemplate, EncodeChatUsesTheTokenizersBosAndEosAsSpecialTokens) {
+  const Tokenizer tok = Tokenizer::from_json_file(testing::data_path("tokenizer/sp_bpe.json"));
+  ASSERT_GE(tok.bos_id(), 0);
+  const ChatTemplate llama2 = ChatTemplate::by_name("llama2");
+  const std::vector<ChatMessage> messages = {{"system", "be brief"}, {"user", "hello there"}, {"assistant", "hi"},
+                                             {"user", "what now"}};
+  const std::vector<int32_t> ids = encode_chat(llama2, tok, messages);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids.front(), tok.bos_id());
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), tok.bos_id()), 2);
+  const std::string text = llama2.render(messages, true, tok.id_to_token(tok.bos_id()), "");
+  EXPECT_EQ(ids, tok.encode(text, /*add_bos=*/false, /*parse_special=*/true));
 }
 
 }  // namespace

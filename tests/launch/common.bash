@@ -1,4 +1,4 @@
-# Sourced by the CLI tests (not a test itself: ctest runs tests/cli/*.sh). Sets `here`, `data` and
+# Sourced by the CLI tests (not a test itself: ctest runs tests/launch/*.sh). Sets `here`, `data` and
 # `gguf`, the real SmolLM2 test model, and fails (never skips) when the model is missing.
 here="$(cd "$(dirname "${BASH_SOURCE[1]}")" && pwd)"
 data="$here/../data"
