@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference dequantization data for tests/runtime/gguf_dequant_test.cpp, from the `gguf` package.
+"""Reference dequantization data for tests/runtime/model/gguf_dequant_test.cpp, from the `gguf` package.
 
   python3 scripts/gguf_reference.py [model.gguf] [out_dir]
       model.gguf defaults to the output of scripts/fetch_test_model.sh; out_dir to tests/data/formats.

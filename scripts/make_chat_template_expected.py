@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Renders conversations with HF transformers' apply_chat_template to make the expected strings that
-tests/runtime/chat_template_test.cpp compares ChatTemplate::render against, character for character.
+tests/runtime/tokenizer/chat_template_test.cpp compares ChatTemplate::render against, character for character.
 
     python3 scripts/make_chat_template_expected.py \
         --smollm2-gguf ~/.cache/conveyor/SmolLM2-135M-Instruct.Q4_1.gguf \
