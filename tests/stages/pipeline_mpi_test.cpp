@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,6 +24,7 @@
 #include "stages/local_model_runner.h"
 #include "stages/pipeline_stage.h"
 #include "tests/runtime/model/formats_test_util.h"
+#include "tests/stages/pipeline_requests.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
@@ -68,23 +68,9 @@ Config make_config(const std::string& model, const Case& c) {
   return cfg;
 }
 
-// 18 requests: prompt lengths 1..40, outputs 1..max_out tokens, greedy, EOS ignored so lengths are fixed.
+// 18 greedy requests, outputs 1..max_out tokens (pipeline_requests.h).
 std::vector<Request> make_requests(int64_t vocab, int max_out) {
-  std::mt19937_64 rng(42);
-  const int lengths[] = {1, 7, 33, 3, 12, 40, 2, 19, 5, 26, 9, 1, 15, 31, 4, 11, 22, 6};
-  std::vector<Request> out;
-  for (int i = 0; i < 18; ++i) {
-    Request r;
-    r.id = i;
-    r.index = static_cast<uint64_t>(i);
-    for (int t = 0; t < lengths[i]; ++t) r.prompt_ids.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab)));
-    r.params.temperature = 0;
-    r.params.ignore_eos = true;
-    r.params.max_tokens = 1 + (i * 7) % max_out;
-    r.label = "request " + std::to_string(i);
-    out.push_back(std::move(r));
-  }
-  return out;
+  return testing::mixed_greedy_requests(vocab, 42, max_out);
 }
 
 // The real model costs ~100x a golden per token on the CPU: shorter outputs keep the test quick.
