@@ -1,4 +1,4 @@
-// Microbenchmark of the memory-bound dense kernels: rms_norm, fused_add_rms_norm and silu_mul at
+// Microbenchmark of the memory-bound dense kernels: rms_norm and silu_mul at
 // decode and prefill token counts (Llama-3 70B hidden 8192, 8B intermediate 14336). GB/s counts
 // every byte read and written once. Usage: norm_bench [--json PATH] [--f16]
 #include <cuda_bf16.h>
@@ -41,16 +41,10 @@ int main(int argc, char** argv) {
     const float eps = 1e-5f;
     for (int64_t rows : {1, 16, 256, 4096}) {
       const int64_t cols = 8192, n = rows * cols;
-      DeviceArray x(n, dt, 1u), res(n, dt, 2u), w(cols, dt, 3u), out(n, dt, 4u);
-      double us = conveyor::bench::median_us(
+      DeviceArray x(n, dt, 1u), w(cols, dt, 3u), out(n, dt, 4u);
+      const double us = conveyor::bench::median_us(
           [&](int) { conveyor::rms_norm_cuda(out.get(), x.get(), w.get(), rows, cols, eps, dt, s); }, s);
       report.add(make_case("rms_norm", rows, cols, dt, us, 2.0 * n + cols));
-      us = conveyor::bench::median_us(
-          [&](int) {
-            conveyor::fused_add_rms_norm_cuda(out.get(), x.get(), res.get(), w.get(), rows, cols, eps, dt, s);
-          },
-          s);
-      report.add(make_case("fused_add_rms_norm", rows, cols, dt, us, 4.0 * n + cols));
     }
     for (int64_t tokens : {1, 16, 256, 4096}) {
       const int64_t inter = 14336;

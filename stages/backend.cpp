@@ -27,6 +27,16 @@ std::unique_ptr<RopeTable> make_rope_table(const RopeParams& p) {
   return std::make_unique<RopeTable>(p.head_dim, p.theta, s, p.max_position_embeddings);
 }
 
+void validate_batch(const BatchInfo& b, const char* backend) {
+  CONVEYOR_CHECK(b.query_start.size() >= 1 && b.query_start.back() == b.num_tokens(), backend,
+                 " set_batch: query_start must end at the token count ", b.num_tokens());
+  CONVEYOR_CHECK(b.token_ids.empty() || static_cast<int>(b.token_ids.size()) == b.num_tokens(), backend,
+                 " set_batch: ", b.token_ids.size(), " token ids for ", b.num_tokens(), " positions");
+  CONVEYOR_CHECK(static_cast<int>(b.rope_seq_len.size()) == b.num_seqs() &&
+                     b.block_tables.size() == static_cast<size_t>(b.num_seqs()) * b.max_blocks,
+                 backend, " set_batch: per-sequence arrays do not match ", b.num_seqs(), " sequences");
+}
+
 void Ops::linear_add(const TensorView& out, const TensorView& x, const TensorView& w) {
   Tensor y = empty(out.rows, out.cols, out.dtype);
   linear(y.view(), x, w, TensorView{});

@@ -83,6 +83,11 @@ struct BatchInfo {
   int num_tokens() const { return static_cast<int>(positions.size()); }
 };
 
+// Throws unless the batch's arrays agree with each other: query_start ends at the token count, token
+// ids are absent or one per token, and rope_seq_len and block_tables have one entry (row) per
+// sequence. Every backend's set_batch calls it first; `backend` ("cpu", "cuda") opens the message.
+void validate_batch(const BatchInfo& b, const char* backend);
+
 // One layer's K and V pools, shaped as kernels/cpu/attention.h describes, in the backend's memory
 // (host f32 on the CPU, the activation dtype on a GPU).
 struct KvLayerView {

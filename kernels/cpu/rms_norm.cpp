@@ -32,17 +32,4 @@ void rms_norm_ref(float* out, const float* x, const float* weight, int tokens, i
   }
 }
 
-void fused_add_rms_norm_ref(float* out, const float* x, float* residual, const float* weight, int tokens,
-                            int hidden, float eps) {
-  check_shape(tokens, hidden, eps);
-#pragma omp parallel for schedule(static) if (tokens > 8)
-  for (int t = 0; t < tokens; ++t) {
-    const size_t off = static_cast<size_t>(t) * hidden;
-    float* res = residual + off;
-    const float* xr = x + off;
-    for (int i = 0; i < hidden; ++i) res[i] += xr[i];
-    normalise_row(out + off, res, weight, hidden, eps);
-  }
-}
-
 }  // namespace conveyor

@@ -20,12 +20,11 @@ using cuda_detail::from_f32;
 constexpr int kMaxThreads = 512;
 constexpr int kMaxPacksPerThread = 8;
 
-// residual == nullptr: plain norm of x. Otherwise residual = round(residual + x) and that is normed.
 // Each thread owns packs threadIdx.x + i * blockDim.x, so reading x and writing out at the same
 // index (out aliasing x) is safe.
 template <typename T, int kPacks>
 __global__ void __launch_bounds__(kMaxThreads)
-    rms_norm_pack_kernel(T* out, const T* x, T* residual, const T* w, int64_t cols, float eps) {
+    rms_norm_pack_kernel(T* out, const T* x, const T* w, int64_t cols, float eps) {
   __shared__ float scratch[32];
   constexpr int kN = Pack<T>::kSize;
   const int packs = static_cast<int>(cols / kN);
@@ -37,13 +36,6 @@ __global__ void __launch_bounds__(kMaxThreads)
     const int p = threadIdx.x + i * blockDim.x;
     if (p < packs) {
       row[i] = load_pack(x + base + static_cast<int64_t>(p) * kN);
-      if (residual != nullptr) {
-        T* rp = residual + base + static_cast<int64_t>(p) * kN;
-        const Pack<T> r = load_pack(rp);
-#pragma unroll
-        for (int j = 0; j < kN; ++j) row[i].v[j] = from_f32<T>(to_f32(r.v[j]) + to_f32(row[i].v[j]));
-        store_pack(rp, row[i]);
-      }
 #pragma unroll
       for (int j = 0; j < kN; ++j) {
         const float v = to_f32(row[i].v[j]);
@@ -67,43 +59,37 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
-// Any cols and alignment: pass 1 (add into residual and) sum squares, pass 2 normalise. Each thread
-// touches the same indices in both passes, so it re-reads only its own writes.
+// Any cols and alignment: pass 1 sums squares, pass 2 normalises. Each thread touches the same
+// indices in both passes, so out aliasing x is safe.
 template <typename T>
 __global__ void __launch_bounds__(kMaxThreads)
-    rms_norm_scalar_kernel(T* out, const T* x, T* residual, const T* w, int64_t cols, float eps) {
+    rms_norm_scalar_kernel(T* out, const T* x, const T* w, int64_t cols, float eps) {
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
-  const T* src = residual != nullptr ? residual + base : x + base;
   float sum_sq = 0.f;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    float v = to_f32(x[base + c]);
-    if (residual != nullptr) {
-      const T r = from_f32<T>(to_f32(residual[base + c]) + v);
-      residual[base + c] = r;
-      v = to_f32(r);
-    }
+    const float v = to_f32(x[base + c]);
     sum_sq += v * v;
   }
   const float inv_rms = rsqrtf(block_sum(sum_sq, scratch) / static_cast<float>(cols) + eps);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    out[base + c] = from_f32<T>(round_to<T>(to_f32(src[c]) * inv_rms) * to_f32(w[c]));
+    out[base + c] = from_f32<T>(round_to<T>(to_f32(x[base + c]) * inv_rms) * to_f32(w[c]));
   }
 }
 
 int round_up_warp(int64_t n) { return static_cast<int>((n + 31) / 32 * 32); }
 
 template <typename T>
-void launch(T* out, const T* x, T* residual, const T* w, int64_t rows, int64_t cols, float eps,
+void launch(T* out, const T* x, const T* w, int64_t rows, int64_t cols, float eps,
             cudaStream_t s) {
   constexpr int kN = Pack<T>::kSize;
   const bool packed = cols % kN == 0 && cols / kN <= int64_t{kMaxThreads} * kMaxPacksPerThread &&
                       cuda_detail::is_aligned16(out) && cuda_detail::is_aligned16(x) &&
-                      cuda_detail::is_aligned16(w) && (residual == nullptr || cuda_detail::is_aligned16(residual));
+                      cuda_detail::is_aligned16(w);
   const dim3 grid(static_cast<unsigned>(rows));
   if (!packed) {
     const int threads = static_cast<int>(cols >= kMaxThreads ? kMaxThreads : round_up_warp(cols));
-    rms_norm_scalar_kernel<T><<<grid, threads, 0, s>>>(out, x, residual, w, cols, eps);
+    rms_norm_scalar_kernel<T><<<grid, threads, 0, s>>>(out, x, w, cols, eps);
     CONVEYOR_CUDA_CHECK(cudaGetLastError());
     return;
   }
@@ -113,10 +99,10 @@ void launch(T* out, const T* x, T* residual, const T* w, int64_t rows, int64_t c
   const int k = per <= 1 ? 1 : per <= 2 ? 2 : per <= 4 ? 4 : 8;
   const int threads = round_up_warp((packs + k - 1) / k);  // <= kMaxThreads by the check above
   switch (k) {
-    case 1: rms_norm_pack_kernel<T, 1><<<grid, threads, 0, s>>>(out, x, residual, w, cols, eps); break;
-    case 2: rms_norm_pack_kernel<T, 2><<<grid, threads, 0, s>>>(out, x, residual, w, cols, eps); break;
-    case 4: rms_norm_pack_kernel<T, 4><<<grid, threads, 0, s>>>(out, x, residual, w, cols, eps); break;
-    default: rms_norm_pack_kernel<T, 8><<<grid, threads, 0, s>>>(out, x, residual, w, cols, eps); break;
+    case 1: rms_norm_pack_kernel<T, 1><<<grid, threads, 0, s>>>(out, x, w, cols, eps); break;
+    case 2: rms_norm_pack_kernel<T, 2><<<grid, threads, 0, s>>>(out, x, w, cols, eps); break;
+    case 4: rms_norm_pack_kernel<T, 4><<<grid, threads, 0, s>>>(out, x, w, cols, eps); break;
+    default: rms_norm_pack_kernel<T, 8><<<grid, threads, 0, s>>>(out, x, w, cols, eps); break;
   }
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
@@ -136,19 +122,8 @@ void rms_norm_cuda(void* out, const void* x, const void* w, int64_t rows, int64_
   check_args("rms_norm_cuda", out, x, w, rows, cols, eps);
   if (rows == 0) return;
   CONVEYOR_DISPATCH_FLOAT(dt, "rms_norm_cuda", true,
-                          launch<T>(static_cast<T*>(out), static_cast<const T*>(x), nullptr,
-                                    static_cast<const T*>(w), rows, cols, eps, s));
-}
-
-void fused_add_rms_norm_cuda(void* out, const void* x, void* residual, const void* w, int64_t rows, int64_t cols,
-                             float eps, DType dt, cudaStream_t s) {
-  check_args("fused_add_rms_norm_cuda", out, x, w, rows, cols, eps);
-  if (rows == 0) return;
-  CONVEYOR_CHECK(residual != nullptr, "fused_add_rms_norm_cuda: residual is null");
-  CONVEYOR_CHECK(residual != out && residual != x, "fused_add_rms_norm_cuda: residual must not alias out or x");
-  CONVEYOR_DISPATCH_FLOAT(dt, "fused_add_rms_norm_cuda", true,
-                          launch<T>(static_cast<T*>(out), static_cast<const T*>(x), static_cast<T*>(residual),
-                                    static_cast<const T*>(w), rows, cols, eps, s));
+                          launch<T>(static_cast<T*>(out), static_cast<const T*>(x), static_cast<const T*>(w), rows,
+                                    cols, eps, s));
 }
 
 }  // namespace conveyor

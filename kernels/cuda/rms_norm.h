@@ -1,7 +1,7 @@
 // RMSNorm on the GPU, the twin of kernels/cpu/rms_norm.h. Rounding follows HF transformers exactly:
 // x_norm = x * rsqrt(mean(x^2) + eps) in fp32, rounded to dt, then multiplied by the weight in fp32
-// and rounded again. The fused variant rounds residual + x to dt before normalising, as a bf16 model
-// does. Enqueue only; pointers are device pointers, rows contiguous.
+// and rounded again. The residual add is not here: it rides the GEMM (accumulate in kernels/cuda/gemm.h).
+// Enqueue only; pointers are device pointers, rows contiguous.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,13 +17,5 @@ void rms_norm_cuda(void* out,        // [rows, cols]
                    const void* x,    // [rows, cols]
                    const void* w,    // [cols]
                    int64_t rows, int64_t cols, float eps, DType dt, cudaStream_t s);
-
-// residual[r, :] = residual[r, :] + x[r, :] (rounded to dt); out[r, :] = rmsnorm(residual[r, :]) * w.
-// out may alias x; residual must not alias out or x.
-void fused_add_rms_norm_cuda(void* out,        // [rows, cols]
-                             const void* x,    // [rows, cols] sublayer output
-                             void* residual,   // [rows, cols] in: residual stream, out: + x
-                             const void* w,    // [cols]
-                             int64_t rows, int64_t cols, float eps, DType dt, cudaStream_t s);
 
 }  // namespace conveyor

@@ -270,13 +270,7 @@ class CudaOps final : public Ops {
 };
 
 void CudaOps::stage_batch(const BatchInfo& b, bool fixed) {
-  CONVEYOR_CHECK(b.query_start.size() >= 1 && b.query_start.back() == b.num_tokens(),
-                 "cuda set_batch: query_start must end at the token count ", b.num_tokens());
-  CONVEYOR_CHECK(b.token_ids.empty() || static_cast<int>(b.token_ids.size()) == b.num_tokens(),
-                 "cuda set_batch: ", b.token_ids.size(), " token ids for ", b.num_tokens(), " positions");
-  CONVEYOR_CHECK(static_cast<int>(b.rope_seq_len.size()) == b.num_seqs() &&
-                     b.block_tables.size() == static_cast<size_t>(b.num_seqs()) * b.max_blocks,
-                 "cuda set_batch: per-sequence arrays do not match ", b.num_seqs(), " sequences");
+  validate_batch(b, "cuda");
   batch_ = b;
   fixed_ = fixed;
   dynamic_ready_ = false;

@@ -61,7 +61,12 @@ TEST(MatmulRef, DecodeAndPrefillShapes) {
 
 TEST(MatmulRef, ZeroTokensIsANoOp) {
   std::vector<float> w = random_floats(12, 1);
-  matmul_ref(nullptr, nullptr, w.data(), nullptr, 0, 3, 4);
+  EXPECT_NO_THROW(matmul_ref(nullptr, nullptr, w.data(), nullptr, 0, 3, 4));
+  // With real buffers behind them, zero tokens must leave out untouched (and w, bias unread).
+  const std::vector<float> sentinel = random_floats(3, 2);
+  std::vector<float> out = sentinel, x = random_floats(4, 3), bias = random_floats(3, 4);
+  matmul_ref(out.data(), x.data(), w.data(), bias.data(), 0, 3, 4);
+  EXPECT_EQ(compare_all(out, sentinel, 0.f, 0.f), "");
 }
 
 }  // namespace

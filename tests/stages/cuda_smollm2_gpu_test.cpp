@@ -5,61 +5,29 @@
 // The model comes from scripts/fetch_test_model.sh (or CONVEYOR_TEST_MODEL); missing, the test fails.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <map>
+#include <filesystem>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "runtime/model/spec.h"
 #include "stages/cpu_ops.h"
 #include "stages/cuda/cuda_ops.h"
-#include "tests/runtime/model/formats_test_util.h"
 #include "tests/stages/gpu_tie_rule.h"
 #include "tests/stages/model_driver.h"
+#include "tests/stages/reference_data.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
 namespace {
 
+using testing::GreedyRun;
 using testing::ModelDriver;
 
-// One prompt's greedy run: its tokens and, per step, the logits that chose them.
-struct GreedyRun {
-  std::vector<int32_t> tokens;
-  std::vector<std::vector<float>> logits;
-};
-
 std::vector<std::vector<int32_t>> prompts() {
-  std::ifstream in(testing::data_path("smollm2_reference.json"));
-  EXPECT_TRUE(in.good()) << "missing tests/data/smollm2_reference.json";
-  const nlohmann::json doc = nlohmann::json::parse(in);
   std::vector<std::vector<int32_t>> out;
-  for (const auto& p : doc["prompts"]) out.push_back(p["prompt_ids"].get<std::vector<int32_t>>());
+  for (const testing::SmolLm2Reference& r : testing::load_smollm2_reference()) out.push_back(r.prompt);
   return out;
-}
-
-// Greedy decode of every prompt for `n` tokens; batched: all prompts in each step (prefills first).
-std::vector<GreedyRun> greedy(ModelDriver& m, const std::vector<std::vector<int32_t>>& ps, int n, bool batched) {
-  std::vector<GreedyRun> runs(ps.size());
-  const size_t groups = batched ? 1 : ps.size();
-  for (size_t g = 0; g < groups; ++g) {
-    const size_t lo = batched ? 0 : g, hi = batched ? ps.size() : g + 1;
-    for (int step = 0; step < n; ++step) {
-      StepPlan plan;
-      for (size_t p = lo; p < hi; ++p)
-        m.add(plan, static_cast<int64_t>(p), step == 0 ? ps[p] : std::vector<int32_t>{runs[p].tokens.back()}, true);
-      std::vector<std::vector<float>> rows;
-      const std::vector<int32_t> tok = m.run(plan, &rows);
-      EXPECT_EQ(tok.size(), hi - lo);
-      for (size_t p = lo; p < hi && p - lo < tok.size(); ++p) {
-        runs[p].tokens.push_back(tok[p - lo]);
-        runs[p].logits.push_back(std::move(rows[p - lo]));
-      }
-    }
-  }
-  return runs;
 }
 
 class CudaSmolLm2 : public ::testing::TestWithParam<DType> {
@@ -70,7 +38,7 @@ class CudaSmolLm2 : public ::testing::TestWithParam<DType> {
     if (!std::filesystem::exists(path)) return;
     spec_ = new ModelSpec(load_model_spec(path));
     ModelDriver cpu(*spec_, path, make_cpu_ops());
-    reference_ = new std::vector<GreedyRun>(greedy(cpu, prompts(), kNewTokens, false));
+    reference_ = new std::vector<GreedyRun>(testing::greedy_alone(cpu, prompts(), kNewTokens));
   }
   static void TearDownTestSuite() {
     delete reference_;
@@ -85,6 +53,7 @@ std::vector<GreedyRun>* CudaSmolLm2::reference_ = nullptr;
 void expect_follows(const std::vector<GreedyRun>& got, const std::vector<GreedyRun>& ref, DType dt, const std::string& label) {
   const float fraction = dt == DType::kBF16 ? testing::kTieFractionBf16 : testing::kTieFraction;
   const double min_share = dt == DType::kBF16 ? testing::kMinComparedBf16 : testing::kMinComparedF16;
+  ASSERT_EQ(got.size(), ref.size()) << label;
   size_t matched = 0, total = 0;
   for (size_t p = 0; p < ref.size(); ++p) {
     const testing::TieCheck c =
@@ -107,10 +76,10 @@ TEST_P(CudaSmolLm2, GreedyFollowsTheCpuTwinAloneAndBatched) {
   const std::vector<std::vector<int32_t>> ps = prompts();
   {
     ModelDriver gpu(*spec_, testing::test_model_path(), make_cuda_ops(0, dt));
-    expect_follows(greedy(gpu, ps, kNewTokens, false), *reference_, dt, "alone");
+    expect_follows(testing::greedy_alone(gpu, ps, kNewTokens), *reference_, dt, "alone");
   }
   ModelDriver gpu(*spec_, testing::test_model_path(), make_cuda_ops(0, dt));
-  expect_follows(greedy(gpu, ps, kNewTokens, true), *reference_, dt, "batched");
+  expect_follows(testing::greedy_batched(gpu, ps, kNewTokens), *reference_, dt, "batched");
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaSmolLm2, ::testing::Values(DType::kBF16, DType::kF16),

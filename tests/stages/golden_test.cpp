@@ -3,8 +3,6 @@
 // greedy tokens identical; chunked prefill and batching of several sequences give the same answers.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -12,6 +10,7 @@
 #include "stages/cpu_model_runner.h"
 #include "stages/stage_options.h"
 #include "tests/runtime/model/formats_test_util.h"
+#include "tests/stages/reference_data.h"
 #include "tests/stages/runner_test_util.h"
 #include "tests/support/test_support.h"
 
@@ -20,40 +19,9 @@ namespace {
 
 using testing::compare_all;
 using testing::Driver;
+using testing::Golden;
 using testing::greedy;
-
-struct Golden {
-  std::string dir;
-  ModelSpec spec;
-  nlohmann::json doc;
-  std::vector<float> step_logits;  // [prompts, new_tokens, vocab]
-  float atol = 0, rtol = 0;
-  int new_tokens = 0;
-
-  std::vector<int32_t> prompt(size_t p) const { return doc["prompts"][p]["prompt_ids"].get<std::vector<int32_t>>(); }
-  std::vector<int32_t> tokens(size_t p) const { return doc["prompts"][p]["greedy_ids"].get<std::vector<int32_t>>(); }
-  std::vector<float> last_logits(size_t p) const { return doc["prompts"][p]["last_logits"].get<std::vector<float>>(); }
-  size_t num_prompts() const { return doc["prompts"].size(); }
-  std::vector<float> step(size_t p, int i) const {
-    const size_t v = static_cast<size_t>(spec.vocab);
-    auto b = step_logits.begin() + static_cast<std::ptrdiff_t>((p * new_tokens + i) * v);
-    return std::vector<float>(b, b + static_cast<std::ptrdiff_t>(v));
-  }
-};
-
-Golden load_golden(const std::string& name) {
-  Golden g;
-  g.dir = testing::data_path("goldens/" + name);
-  g.spec = load_model_spec(g.dir);
-  std::ifstream in(g.dir + "/golden.json");
-  g.doc = nlohmann::json::parse(in);
-  g.atol = g.doc["tolerance"]["logits_atol"].get<float>();
-  g.rtol = g.doc["tolerance"]["logits_rtol"].get<float>();
-  g.new_tokens = g.doc["new_tokens"].get<int>();
-  g.step_logits = testing::read_f32_file(g.dir + "/step_logits.bin");
-  EXPECT_EQ(g.step_logits.size(), g.num_prompts() * g.new_tokens * static_cast<size_t>(g.spec.vocab));
-  return g;
-}
+using testing::load_golden;
 
 std::unique_ptr<LocalModelRunner> make_runner(const Golden& g) {
   return make_cpu_model_runner(StageOptions::from_config(testing::runner_config(g.dir, 64)), g.spec);
@@ -65,21 +33,15 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(GoldenTest, PrefillAndGreedyDecodeMatchTransformers) {
   Golden g = load_golden(GetParam());
   auto runner = make_runner(g);
+  Driver d(*runner);
+  const std::vector<testing::GreedyRun> runs = testing::greedy_alone(d, g.prompts(), g.new_tokens);
   for (size_t p = 0; p < g.num_prompts(); ++p) {
     SCOPED_TRACE("prompt " + std::to_string(p) + " (" + std::to_string(g.prompt(p).size()) + " tokens)");
-    Driver d(*runner);
-    std::vector<float> logits = d.prefill(1, g.prompt(p));
-    EXPECT_EQ(compare_all(logits, g.last_logits(p), g.atol, g.rtol), "") << "last prompt position";
-    std::vector<int32_t> got;
-    for (int i = 0; i < g.new_tokens; ++i) {
-      EXPECT_EQ(compare_all(logits, g.step(p, i), g.atol, g.rtol), "") << "greedy step " << i;
-      got.push_back(greedy(logits));
-      if (i + 1 == g.new_tokens) break;
-      StepPlan plan;
-      d.add(plan, 1, {got.back()}, true);
-      logits = d.run(plan).at(0);
-    }
-    EXPECT_EQ(got, g.tokens(p));
+    ASSERT_EQ(runs[p].logits.size(), static_cast<size_t>(g.new_tokens));
+    EXPECT_EQ(compare_all(runs[p].logits[0], g.last_logits(p), g.atol, g.rtol), "") << "last prompt position";
+    for (int i = 0; i < g.new_tokens; ++i)
+      EXPECT_EQ(compare_all(runs[p].logits[i], g.step(p, i), g.atol, g.rtol), "") << "greedy step " << i;
+    EXPECT_EQ(runs[p].tokens, g.tokens(p));
   }
 }
 
@@ -106,26 +68,18 @@ TEST_P(GoldenTest, ChunkedPrefillMatches) {
 }
 
 // All prompts in one plan (prefill), then decoded together; each must match its solo golden. A
-// second round mixes one sequence's chunked prefill with the others' decode steps.
+// second test mixes one sequence's chunked prefill with another's decode steps.
 TEST_P(GoldenTest, BatchedSequencesMatchAlone) {
   Golden g = load_golden(GetParam());
   auto runner = make_runner(g);
   Driver d(*runner);
-  const size_t n = g.num_prompts();
-  StepPlan plan;
-  for (size_t p = 0; p < n; ++p) d.add(plan, static_cast<int64_t>(p), g.prompt(p), true);
-  std::vector<std::vector<int32_t>> got(n);
-  for (int i = 0; i < g.new_tokens; ++i) {
-    auto rows = d.run(plan);
-    ASSERT_EQ(rows.size(), n);
-    plan = StepPlan();
-    for (size_t p = 0; p < n; ++p) {
-      EXPECT_EQ(compare_all(rows[p], g.step(p, i), g.atol, g.rtol), "") << "prompt " << p << " step " << i;
-      got[p].push_back(greedy(rows[p]));
-      d.add(plan, static_cast<int64_t>(p), {got[p].back()}, true);
-    }
+  const std::vector<testing::GreedyRun> runs = testing::greedy_batched(d, g.prompts(), g.new_tokens);
+  for (size_t p = 0; p < g.num_prompts(); ++p) {
+    ASSERT_EQ(runs[p].logits.size(), static_cast<size_t>(g.new_tokens)) << "prompt " << p;
+    for (int i = 0; i < g.new_tokens; ++i)
+      EXPECT_EQ(compare_all(runs[p].logits[i], g.step(p, i), g.atol, g.rtol), "") << "prompt " << p << " step " << i;
+    EXPECT_EQ(runs[p].tokens, g.tokens(p)) << "prompt " << p;
   }
-  for (size_t p = 0; p < n; ++p) EXPECT_EQ(got[p], g.tokens(p)) << "prompt " << p;
 }
 
 TEST_P(GoldenTest, ChunkedPrefillInterleavedWithDecodes) {

@@ -1,32 +1,31 @@
-// A whole model on one backend (CPU twin or CUDA) driven like the pipeline's last stage: the test
-// builds step plans of sequence chunks, the driver applies them, runs StageModel and samples greedily,
-// returning the tokens and the logits (downloaded) of every row. Shared by the GPU model tests.
+// A whole model on one backend (CPU twin or CUDA) as a ModelHarness (model_harness.h), driven like the
+// pipeline's last stage: the driver applies each step plan, runs StageModel and samples greedily with
+// the backend's stage sampler, returning the tokens and the logits (downloaded) of every row.
 #pragma once
 
 #include <gtest/gtest.h>
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "kernels/cpu/softmax.h"
-#include "runtime/engine/block_allocator.h"
 #include "runtime/model/spec.h"
 #include "runtime/model/weight_loader.h"
 #include "runtime/model/weights_source.h"
 #include "stages/cuda/cuda_stage_sampler.h"
 #include "stages/plan_sampler.h"
 #include "stages/stage_model.h"
+#include "tests/stages/model_harness.h"
 
 namespace conveyor::testing {
 
 // The whole model on one backend, driven like the pipeline's last stage: apply, run, sample (greedy).
-class ModelDriver {
+class ModelDriver : public ModelHarness {
  public:
   // weights_path: a golden's directory or a GGUF file. The sampler is the backend's (CUDA when ops has a stream).
   ModelDriver(const ModelSpec& spec, const std::string& weights_path, std::unique_ptr<Ops> ops)
-      : spec_(spec), ops_(std::move(ops)), allocator_(kBlocks) {
+      : spec_(spec), ops_(std::move(ops)), book_(kBlocks, 16) {
     PagedKvShape shape;
     shape.num_blocks = kBlocks;
     shape.block_size = 16;
@@ -41,20 +40,20 @@ class ModelDriver {
   }
 
   // Adds the next tokens of sequence id (announced to the sampler on first use, greedy).
-  void add(StepPlan& plan, int64_t id, const std::vector<int32_t>& tokens, bool wants_logits) {
-    auto it = seqs_.find(id);
-    if (it == seqs_.end()) {
-      it = seqs_.emplace(id, Seq{BlockTable(allocator_, 16), 0}).first;
-      NewSequence n;
-      n.seq_id = id;
-      n.seed = static_cast<uint64_t>(id);
-      n.params.temperature = 0;
-      plan.new_seqs.push_back(n);
-    }
-    Seq& s = it->second;
-    ASSERT_EQ(s.table.append(static_cast<int>(tokens.size())), AppendResult::kOk) << "test ran out of KV blocks";
-    plan.seqs.push_back(SeqChunk{id, s.pos, tokens, s.table.blocks(), wants_logits});
-    s.pos += static_cast<int32_t>(tokens.size());
+  void add(StepPlan& plan, int64_t id, const std::vector<int32_t>& tokens, bool wants_logits) override {
+    if (!book_.add(plan, id, tokens, wants_logits)) return;
+    NewSequence n;
+    n.seq_id = id;
+    n.seed = static_cast<uint64_t>(id);
+    n.params.temperature = 0;
+    plan.new_seqs.push_back(n);
+  }
+  void release(int64_t id) override { book_.release(id); }
+
+  StepOutput step(StepPlan plan) override {
+    StepOutput out;
+    out.tokens = run(std::move(plan), &out.logits);
+    return out;
   }
 
   // Runs the plan; returns the sampled tokens and the device logits (downloaded), in plan order.
@@ -84,19 +83,13 @@ class ModelDriver {
 
  private:
   static constexpr int kBlocks = 256;
-  struct Seq {
-    BlockTable table;
-    int32_t pos;
-  };
   ModelSpec spec_;
   std::unique_ptr<Ops> ops_;
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<StageModel> model_;
   std::unique_ptr<StageSampler> sampler_;
-  BlockAllocator allocator_;
-  std::map<int64_t, Seq> seqs_;
+  PlanBook book_;
   int64_t step_ = 0;
 };
-
 
 }  // namespace conveyor::testing

@@ -7,7 +7,6 @@
 #include <mpi.h>
 
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -23,6 +22,7 @@
 #include "stages/stage_options.h"
 #include "tests/stages/gpu_tie_rule.h"
 #include "tests/stages/runner_test_util.h"
+#include "tests/stages/pipeline_requests.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
@@ -48,24 +48,8 @@ Config make_config(const std::string& model, int pp, int tp, const std::string& 
   return cfg;
 }
 
-// 18 greedy requests: prompt lengths 1..40, outputs 1..17 tokens, EOS ignored so lengths are fixed.
-std::vector<Request> make_requests(int64_t vocab) {
-  std::mt19937_64 rng(7);
-  const int lengths[] = {1, 7, 33, 3, 12, 40, 2, 19, 5, 26, 9, 1, 15, 31, 4, 11, 22, 6};
-  std::vector<Request> out;
-  for (int i = 0; i < 18; ++i) {
-    Request r;
-    r.id = i;
-    r.index = static_cast<uint64_t>(i);
-    for (int t = 0; t < lengths[i]; ++t) r.prompt_ids.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab)));
-    r.params.temperature = 0;
-    r.params.ignore_eos = true;
-    r.params.max_tokens = 1 + (i * 7) % 17;
-    r.label = "request " + std::to_string(i);
-    out.push_back(std::move(r));
-  }
-  return out;
-}
+// 18 greedy requests, outputs 1..17 tokens (pipeline_requests.h).
+std::vector<Request> make_requests(int64_t vocab) { return testing::mixed_greedy_requests(vocab, 7, 17); }
 
 std::vector<std::vector<int32_t>> run_gpu_pipeline(const std::string& model, const ModelSpec& spec, int pp, int tp) {
   const Config cfg = make_config(model, pp, tp, "cuda");

@@ -1,17 +1,17 @@
-// Drives a ModelRunner the way the scheduler will: per sequence a BlockTable from one allocator,
-// plans of prefill chunks and decode tokens, greedy choice by argmax (lowest id on ties). Shared by
-// the golden and SmolLM2 tests.
+// The CPU runner (a LocalModelRunner) as a ModelHarness (model_harness.h), driven the way the
+// scheduler will: plans of prefill chunks and decode tokens, greedy choice by argmax (lowest id on
+// ties). Shared by the golden, SmolLM2, CPU runner, tensor-parallel and pipeline tests.
 #pragma once
 
-#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/softmax.h"
 #include "runtime/config/config.h"
 #include "runtime/core/error.h"
-#include "runtime/engine/block_allocator.h"
 #include "stages/local_model_runner.h"
+#include "tests/stages/model_harness.h"
 
 namespace conveyor::testing {
 
@@ -23,18 +23,17 @@ inline Config runner_config(const std::string& model_path, int num_blocks, int b
   return cfg;
 }
 
-class Driver {
+inline int32_t greedy(const std::vector<float>& logits) {
+  return argmax_ref(logits.data(), static_cast<int>(logits.size()));
+}
+
+class Driver : public ModelHarness {
  public:
-  explicit Driver(LocalModelRunner& runner) : runner_(runner), allocator_(runner.num_kv_blocks()) {}
+  explicit Driver(LocalModelRunner& runner) : runner_(runner), book_(runner.num_kv_blocks(), runner.block_size()) {}
 
   // Adds the next `tokens` of sequence `id` to `plan` (creating the sequence on first use).
-  void add(StepPlan& plan, int64_t id, const std::vector<int32_t>& tokens, bool wants_logits) {
-    auto it = seqs_.find(id);
-    if (it == seqs_.end()) it = seqs_.emplace(id, Seq{BlockTable(allocator_, runner_.block_size()), 0}).first;
-    Seq& s = it->second;
-    CONVEYOR_CHECK(s.table.append(static_cast<int>(tokens.size())) == AppendResult::kOk, "test ran out of KV blocks");
-    plan.seqs.push_back(SeqChunk{id, s.pos, tokens, s.table.blocks(), wants_logits});
-    s.pos += static_cast<int32_t>(tokens.size());
+  void add(StepPlan& plan, int64_t id, const std::vector<int32_t>& tokens, bool wants_logits) override {
+    book_.add(plan, id, tokens, wants_logits);
   }
 
   // Runs the plan; returns one logits row per sequence that wanted them, in plan order.
@@ -46,6 +45,13 @@ class Driver {
     std::vector<std::vector<float>> rows;
     for (size_t i = 0; i < plan.num_logits(); ++i) rows.emplace_back(flat.begin() + i * vocab, flat.begin() + (i + 1) * vocab);
     return rows;
+  }
+
+  StepOutput step(StepPlan plan) override {
+    StepOutput out;
+    out.logits = run(plan);
+    for (const std::vector<float>& row : out.logits) out.tokens.push_back(greedy(row));
+    return out;
   }
 
   // Prefill of one sequence in chunks of `chunk` tokens (0: all at once); the last chunk's logits.
@@ -62,20 +68,11 @@ class Driver {
     return last;
   }
 
-  void release(int64_t id) { seqs_.erase(id); }
+  void release(int64_t id) override { book_.release(id); }
 
  private:
-  struct Seq {
-    BlockTable table;
-    int32_t pos;
-  };
   LocalModelRunner& runner_;
-  BlockAllocator allocator_;
-  std::map<int64_t, Seq> seqs_;
+  PlanBook book_;
 };
-
-inline int32_t greedy(const std::vector<float>& logits) {
-  return argmax_ref(logits.data(), static_cast<int>(logits.size()));
-}
 
 }  // namespace conveyor::testing

@@ -4,10 +4,8 @@
 // Also prints decode speed (tokens/s) of one sequence and of all prompts batched.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -15,34 +13,23 @@
 #include "stages/cpu_model_runner.h"
 #include "stages/stage_options.h"
 #include "tests/runtime/model/formats_test_util.h"
+#include "tests/stages/reference_data.h"
 #include "tests/stages/runner_test_util.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
 namespace {
 
+using testing::DecodeTiming;
 using testing::Driver;
-using testing::greedy;
-using Clock = std::chrono::steady_clock;
+using Reference = testing::SmolLm2Reference;
 
 constexpr double kTieGap = 1e-3;
 
-struct Reference {
-  std::string text;
-  std::vector<int32_t> prompt;
-  std::vector<int32_t> tokens;
-  std::vector<double> gaps;
-};
-
-std::vector<Reference> load_reference() {
-  std::ifstream in(testing::data_path("smollm2_reference.json"));
-  EXPECT_TRUE(in.good()) << "missing tests/data/smollm2_reference.json";
-  nlohmann::json doc = nlohmann::json::parse(in);
-  std::vector<Reference> refs;
-  for (const auto& p : doc["prompts"])
-    refs.push_back({p["text"].get<std::string>(), p["prompt_ids"].get<std::vector<int32_t>>(),
-                    p["greedy_ids"].get<std::vector<int32_t>>(), p["top2_gaps"].get<std::vector<double>>()});
-  return refs;
+std::vector<std::vector<int32_t>> prompts_of(const std::vector<Reference>& refs) {
+  std::vector<std::vector<int32_t>> out;
+  for (const Reference& r : refs) out.push_back(r.prompt);
+  return out;
 }
 
 // Compares got with the reference: a mismatch fails unless the reference was a near-tie there.
@@ -82,52 +69,26 @@ LocalModelRunner* SmolLm2Test::runner_ = nullptr;
 
 TEST_F(SmolLm2Test, GreedyMatchesTransformersOneByOne) {
   CONVEYOR_REQUIRE_TEST_MODEL(testing::test_model_path());
-  std::vector<Reference> refs = load_reference();
+  const std::vector<Reference> refs = testing::load_smollm2_reference();
   ASSERT_GE(refs.size(), 8u);
-  double decode_s = 0;
-  int decoded = 0;
-  for (const Reference& ref : refs) {
-    Driver d(*runner_);
-    std::vector<int32_t> got{greedy(d.prefill(1, ref.prompt))};
-    const auto t0 = Clock::now();
-    while (got.size() < ref.tokens.size()) {
-      StepPlan plan;
-      d.add(plan, 1, {got.back()}, true);
-      got.push_back(greedy(d.run(plan).at(0)));
-    }
-    decode_s += std::chrono::duration<double>(Clock::now() - t0).count();
-    decoded += static_cast<int>(got.size()) - 1;
-    check_tokens(ref, got, "alone");
-  }
-  std::printf("[   speed  ] SmolLM2-135M decode, one sequence: %.1f tokens/s (%d tokens)\n", decoded / decode_s,
-              decoded);
+  Driver d(*runner_);
+  DecodeTiming timing;
+  const auto runs = testing::greedy_alone(d, prompts_of(refs), static_cast<int>(refs[0].tokens.size()), &timing);
+  for (size_t p = 0; p < refs.size(); ++p) check_tokens(refs[p], runs[p].tokens, "alone");
+  std::printf("[   speed  ] SmolLM2-135M decode, one sequence: %.1f tokens/s (%d tokens)\n",
+              timing.tokens / timing.seconds, timing.tokens);
 }
 
 TEST_F(SmolLm2Test, GreedyMatchesTransformersBatched) {
   CONVEYOR_REQUIRE_TEST_MODEL(testing::test_model_path());
-  std::vector<Reference> refs = load_reference();
+  const std::vector<Reference> refs = testing::load_smollm2_reference();
+  ASSERT_GE(refs.size(), 8u);
   Driver d(*runner_);
-  StepPlan plan;
-  for (size_t p = 0; p < refs.size(); ++p) d.add(plan, static_cast<int64_t>(p), refs[p].prompt, true);
-  std::vector<std::vector<int32_t>> got(refs.size());
-  double decode_s = 0;
-  int decoded = 0;
-  for (size_t step = 0; step < refs[0].tokens.size(); ++step) {
-    const auto t0 = Clock::now();
-    auto rows = d.run(plan);
-    if (step > 0) {
-      decode_s += std::chrono::duration<double>(Clock::now() - t0).count();
-      decoded += static_cast<int>(rows.size());
-    }
-    plan = StepPlan();
-    for (size_t p = 0; p < refs.size(); ++p) {
-      got[p].push_back(greedy(rows.at(p)));
-      d.add(plan, static_cast<int64_t>(p), {got[p].back()}, true);
-    }
-  }
-  for (size_t p = 0; p < refs.size(); ++p) check_tokens(refs[p], got[p], "batched");
+  DecodeTiming timing;
+  const auto runs = testing::greedy_batched(d, prompts_of(refs), static_cast<int>(refs[0].tokens.size()), {}, &timing);
+  for (size_t p = 0; p < refs.size(); ++p) check_tokens(refs[p], runs[p].tokens, "batched");
   std::printf("[   speed  ] SmolLM2-135M decode, %zu sequences batched: %.1f tokens/s\n", refs.size(),
-              decoded / decode_s);
+              timing.tokens / timing.seconds);
 }
 
 }  // namespace
