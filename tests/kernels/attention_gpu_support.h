@@ -1,4 +1,4 @@
-// RAII device buffers and 16-bit conversions for the kernel GPU tests: inputs are rounded to the
+// Device buffers (CudaBuffer) and 16-bit conversions for the kernel GPU tests: inputs are rounded to the
 // storage dtype on the host first, so the fp32 CPU twin sees exactly what the GPU sees.
 #pragma once
 
@@ -8,44 +8,12 @@
 #include <vector>
 
 #include "kernels/dtype.h"
-#include "runtime/core/cuda_check.h"
+#include "runtime/core/cuda_buffer.h"
 
 namespace conveyor::testing {
 
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
-    if (bytes_ > 0) CONVEYOR_CUDA_CHECK(cudaMalloc(&ptr_, bytes_));
-  }
-  ~DeviceBuffer() {
-    if (ptr_) cudaFree(ptr_);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  template <typename T>
-  static DeviceBuffer from(const std::vector<T>& host) {
-    DeviceBuffer b(host.size() * sizeof(T));
-    if (!host.empty()) CONVEYOR_CUDA_CHECK(cudaMemcpy(b.ptr_, host.data(), b.bytes_, cudaMemcpyHostToDevice));
-    return b;
-  }
-  template <typename T>
-  std::vector<T> to_host() const {
-    std::vector<T> out(bytes_ / sizeof(T));
-    CONVEYOR_CUDA_CHECK(cudaDeviceSynchronize());
-    if (!out.empty()) CONVEYOR_CUDA_CHECK(cudaMemcpy(out.data(), ptr_, bytes_, cudaMemcpyDeviceToHost));
-    return out;
-  }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
-
-  void* get() const { return ptr_; }
-  template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
+// The project's one device-buffer class; a 0-byte buffer holds no memory, as the tests expect.
+using DeviceBuffer = CudaBuffer;
 
 inline float round_to(float x, DType dt) {
   if (dt == DType::kBF16) return bf16_to_float(float_to_bf16(x));

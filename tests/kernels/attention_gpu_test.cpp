@@ -119,8 +119,8 @@ void run_case(const Case& c, DType dt) {
   const AttentionParams p{c.n_heads, 1.f / std::sqrt(static_cast<float>(c.head_dim)), c.window};
   DeviceBuffer ws(paged_attention_workspace_bytes(tokens, c.n_heads, c.head_dim, b.max_context_len));
 
-  write_kv_cache_cuda(k_cache.get(), v_cache.get(), k.get(), v.get(), b, h.shape, dt, nullptr);
-  paged_attention_cuda(out.get(), q.get(), k_cache.get(), v_cache.get(), b, h.shape, p, ws.get(), dt, nullptr);
+  write_kv_cache_cuda(k_cache.data(), v_cache.data(), k.data(), v.data(), b, h.shape, dt, nullptr);
+  paged_attention_cuda(out.data(), q.data(), k_cache.data(), v_cache.data(), b, h.shape, p, ws.data(), dt, nullptr);
 
   const AttentionBatch hb = h.batch();
   write_kv_cache_ref(h.k_cache.data(), h.v_cache.data(), h.k.data(), h.v.data(), hb, h.shape);

@@ -54,7 +54,7 @@ TEST_P(RopeGpu, MatchesReference) {
   round_all(k, c.dt);
   DeviceBuffer qd = testing::upload(q, c.dt), kd = testing::upload(k, c.dt);
   DeviceBuffer pd = DeviceBuffer::from(positions), fd = DeviceBuffer::from(table.static_inv_freq());
-  rope_cuda(qd.get(), kd.get(), pd.as<int32_t>(), fd.as<float>(), tokens, n_heads, n_kv_heads, c.head_dim, c.dt,
+  rope_cuda(qd.data(), kd.data(), pd.as<int32_t>(), fd.as<float>(), tokens, n_heads, n_kv_heads, c.head_dim, c.dt,
             nullptr);
   rope_ref(q.data(), k.data(), positions.data(), tokens, n_heads, n_kv_heads, table);
   const float tol = tolerance(c.dt);
@@ -140,7 +140,7 @@ TEST_P(RopeGpu, FusedFromQkvProjection) {
   DeviceBuffer kc = testing::upload(f.k_cache, c.dt), vc = testing::upload(f.v_cache, c.dt);
   DeviceBuffer qsd = DeviceBuffer::from(f.query_start), pd = DeviceBuffer::from(f.positions);
   DeviceBuffer td = DeviceBuffer::from(f.tables), fd = DeviceBuffer::from(table.static_inv_freq());
-  rope_qkv_write_kv_cuda(qd.get(), qkvd.get(), kc.get(), vc.get(), fd.as<float>(), f.batch(qsd, pd, td), f.shape,
+  rope_qkv_write_kv_cuda(qd.data(), qkvd.data(), kc.data(), vc.data(), fd.as<float>(), f.batch(qsd, pd, td), f.shape,
                          f.n_heads, c.dt, nullptr);
   const float tol = tolerance(c.dt);
   std::vector<float> q_out = testing::download(qd, c.dt);
