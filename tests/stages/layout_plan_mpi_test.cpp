@@ -15,21 +15,14 @@
 #include "stages/layout_plan.h"
 #include "stages/pipeline_stage.h"
 #include "stages/stage_options.h"
+#include "tests/support/mpi_world.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using testing::world_rank;
+using testing::world_size;
 
 TEST(LayoutPlanMpi, RunSplitsAsThePlanPrints) {
   const std::string model = testing::data_path("goldens/llama_deep");

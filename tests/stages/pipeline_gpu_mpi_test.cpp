@@ -23,16 +23,14 @@
 #include "tests/stages/gpu_tie_rule.h"
 #include "tests/stages/runner_test_util.h"
 #include "tests/stages/pipeline_requests.h"
+#include "tests/support/mpi_world.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using testing::world_rank;
+using testing::world_size;
 
 Config make_config(const std::string& model, int pp, int tp, const std::string& backend) {
   Config cfg;

@@ -8,20 +8,13 @@
 #include "runtime/dist/mpi_communicator.h"
 #include "runtime/dist/process_groups.h"
 #include "tests/support/communicator_checks.h"
+#include "tests/support/mpi_world.h"
 
 namespace conveyor {
 namespace {
 
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using testing::world_rank;
+using testing::world_size;
 
 TEST(MpiCommunicator, WorldAllCalls) {
   auto dev = make_device(Backend::kCpu, 0);

@@ -8,15 +8,12 @@
 #include "runtime/dist/mpi_runtime.h"
 #include "runtime/dist/process_groups.h"
 #include "tests/support/communicator_checks.h"
+#include "tests/support/mpi_world.h"
 
 namespace conveyor {
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using testing::world_rank;
 
 TEST(NcclCommunicator, WorldAllCalls) {
   auto dev = make_device(Backend::kCuda, world_rank());
