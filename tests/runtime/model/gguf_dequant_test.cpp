@@ -156,8 +156,12 @@ TEST(GgufDequant, QuantizedBlocksFollowTheLayoutPerElement) {
 }
 
 TEST(GgufDequant, EmptyTensorsTouchNothing) {  // found by gguf_fuzz: memcpy(nullptr, p, 0)
-  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ6_K})
-    gguf_dequantize(t, nullptr, 0, nullptr);
+  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ6_K}) {
+    EXPECT_NO_THROW(gguf_dequantize(t, nullptr, 0, nullptr)) << ggml_type_name(t);
+    std::vector<float> out(4, 7.5f);  // zero elements from no bytes: the output stays as it was
+    EXPECT_NO_THROW(gguf_dequantize(t, nullptr, 0, out.data())) << ggml_type_name(t);
+    EXPECT_EQ(out, std::vector<float>(4, 7.5f)) << ggml_type_name(t);
+  }
 }
 
 TEST(GgufDequant, RefusesTypesItCannotDecode) {
