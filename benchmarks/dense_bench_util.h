@@ -76,7 +76,7 @@ class BenchGemm : private WorkspaceOwner, public GemmRunner {
       : WorkspaceOwner(gemm_workspace_bytes(8192, 8192)), GemmRunner(workspace_.data(), workspace_.bytes()) {}
 };
 
-using conveyor::median_us;  // runtime/cuda/event_timing.h
+using conveyor::median_us;  // runtime/core/event_timing.h
 
 struct Case {
   std::string name, shape, dtype;

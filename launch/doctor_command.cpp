@@ -2,7 +2,7 @@
 // tensor rank), then measures p2p bandwidth and latency of every pipeline edge and all-reduce bus
 // bandwidth of every TP group over the transport the run would use (NCCL on GPUs, MPI on CPUs),
 // and flags links far below the best one (e.g. an edge crossing sockets instead of NVLink/IB). On GPUs,
-// rank 0 first times the project's kernels on its device (launch/doctor_device.h): the ceilings that
+// rank 0 first times the project's kernels on its device (stages/kernel_probe.h): the ceilings that
 // `conveyor plan --doctor-json` predicts with.
 #include <fstream>
 #include <iostream>

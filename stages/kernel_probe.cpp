@@ -1,4 +1,4 @@
-// Device measurements for `conveyor doctor` (see doctor_device.h). Inputs are random bf16 values (zeros
+// Device measurements for `conveyor doctor` (see stages/kernel_probe.h). Inputs are random bf16 values (zeros
 // would flatter the tensor cores' power draw); small GEMM weights rotate over a 1 GiB pool so no call
 // finds them in L2. Timings are medians of samples of back-to-back calls between CUDA events, the way
 // the runtime issues them, after a warm-up that also lets GemmRunner autotune each shape.
@@ -46,7 +46,7 @@ void fill_random(Device& dev, void* p, size_t bytes, uint32_t seed) {
     dev.copy_from_host(static_cast<char*>(p) + off, chunk.data(), std::min(chunk_bytes, bytes - off));
 }
 
-// Median seconds of one call (runtime/cuda/event_timing.h), 15 samples by default.
+// Median seconds of one call (runtime/core/event_timing.h), 15 samples by default.
 template <typename Fn>
 double median_s(Fn&& fn, cudaStream_t s, int samples = 15, int calls = 10) {
   return 1e-6 * median_us(std::forward<Fn>(fn), s, samples, calls);

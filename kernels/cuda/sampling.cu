@@ -1,4 +1,4 @@
-// CUDA twin of runtime/sampler.cpp's pipeline (see sampling.h). Kernels, in stream order:
+// CUDA twin of runtime/sampling/sampler.cpp's pipeline (see sampling.h). Kernels, in stream order:
 //   prepare  (grid-stride, all rows): work = logits / T, NaN/+inf detection
 //   penalty  (one thread per touched (row, token)): penalties and the min_tokens mask from the raw logit
 //   keys     (rows with top-k/top-p): order-preserving uint32 keys, then CUB's stable segmented sort,
@@ -34,7 +34,7 @@ constexpr int kPenaltyRepetition = 1;  // in the prompt or outputs, repetition_p
 constexpr int kPenaltyOutput = 2;      // in the outputs, frequency or presence penalty != 0
 constexpr int kPenaltyMask = 4;        // EOS or stop id while min_tokens is active
 
-// --- counter-based randomness: the same integer and double operations as runtime/sampler.cpp ------
+// --- counter-based randomness: the same integer and double operations as runtime/sampling/sampler.cpp ------
 __host__ __device__ inline uint64_t mix64_hd(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;

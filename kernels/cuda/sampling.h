@@ -1,5 +1,5 @@
 // Batch sampler on device logits that picks the SAME tokens as the CPU reference Sampler::sample
-// (runtime/sampler.h): penalties -> min_tokens mask -> temperature -> top-k -> top-p -> min-p ->
+// (runtime/sampling/sampler.h): penalties -> min_tokens mask -> temperature -> top-k -> top-p -> min-p ->
 // Gumbel-max with the counter-based hash, and raw logprobs. Only parameters and small results cross
 // the bus; the logits stay on the device. Every float/double operation mirrors the CPU's, in the same
 // order, so that only summation order (sums of probabilities in double) can differ.

@@ -1,4 +1,4 @@
-// Parsing and validation of batch input JSONL (see batch_input.h). Each line is parsed on its own; a
+// Parsing and validation of batch input JSONL (see runtime/batch/input.h). Each line is parsed on its own; a
 // reason for rejecting it is thrown as conveyor::Error inside parse_line and caught per line, so one
 // bad line never stops the others. Duplicate custom_ids are resolved after all lines are read.
 #include "runtime/batch/input.h"

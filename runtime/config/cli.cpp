@@ -1,4 +1,4 @@
-// Boost.Program_options glue for the configuration (see config_cli.h).
+// Boost.Program_options glue for the configuration (see runtime/config/cli.h).
 #include "runtime/config/cli.h"
 
 #include "runtime/core/error.h"

@@ -55,7 +55,7 @@ class CpuDevice : public Device {
 std::unique_ptr<Device> make_cpu_device() { return std::make_unique<CpuDevice>(); }
 
 #ifdef CONVEYOR_WITH_CUDA
-std::unique_ptr<Device> make_cuda_device(int ordinal);  // runtime/cuda/cuda_device.cpp
+std::unique_ptr<Device> make_cuda_device(int ordinal);  // runtime/dist/cuda/cuda_device.cpp
 int cuda_device_count_impl();
 #endif
 

@@ -1,4 +1,4 @@
-// Link measurements for `conveyor doctor` (see doctor_measure.h). Edges and groups are measured one at
+// Link measurements for `conveyor doctor` (see runtime/dist/link_probe.h). Edges and groups are measured one at
 // a time (world barrier between them) so each number is the link alone, not links competing.
 #include "runtime/dist/link_probe.h"
 

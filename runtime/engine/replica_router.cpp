@@ -1,4 +1,4 @@
-// Data-parallel replicas (see replicas.h). Tags: kRequests (rank 0 -> replica: JSON array of requests),
+// Data-parallel replicas (see runtime/engine/replica_router.h). Tags: kRequests (rank 0 -> replica: JSON array of requests),
 // kStop (rank 0 -> replica: empty), kOutputs (replica -> rank 0: {"outputs": [...], "preemptions": n}).
 #include "runtime/engine/replica_router.h"
 

@@ -118,7 +118,7 @@ class GgufFile {
   std::map<std::string, size_t> tensor_index_;  // name -> tensors position
 };
 
-// The tokenizer.ggml.* keys of a file (defined in tokenizer_gguf.cpp, beside the tokenizer they build).
+// The tokenizer.ggml.* keys of a file (defined in runtime/tokenizer/from_gguf.cpp, beside the tokenizer they build).
 // Throws naming the file and the key when one is absent, of the wrong type or out of range.
 GgufTokenizerMetadata gguf_tokenizer_metadata(const GgufFile& gguf);
 // Whether the file carries a vocabulary (tokenizer.ggml.tokens, model not "none"); converters write

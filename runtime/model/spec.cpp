@@ -1,4 +1,4 @@
-// ModelSpec readers (see model_spec.h). config.json, YAML presets and GGUF metadata all end in the
+// ModelSpec readers (see runtime/model/spec.h). config.json, YAML presets and GGUF metadata all end in the
 // same validate() so every source is held to the same rules.
 #include "runtime/model/spec.h"
 

@@ -1,4 +1,4 @@
-// Validation and parsing of SamplingParams (see sampling_params.h). Messages follow vLLM's wording
+// Validation and parsing of SamplingParams (see runtime/sampling/params.h). Messages follow vLLM's wording
 // ("top_p must be in (0, 1], got 1.5") so users who know vLLM recognise them. Range checks are
 // written so that NaN fails them.
 #include "runtime/sampling/params.h"

@@ -1,4 +1,4 @@
-// Added-token matching (see tokenizer_added_vocab.h). Candidates are indexed by first byte and kept
+// Added-token matching (see runtime/tokenizer/added_vocab.h). Candidates are indexed by first byte and kept
 // longest first, so the scan finds the leftmost-longest match in one pass over the text.
 #include "runtime/tokenizer/added_vocab.h"
 

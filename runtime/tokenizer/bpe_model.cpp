@@ -1,4 +1,4 @@
-// BPE merge loop (see tokenizer_bpe_model.h). Symbols form a doubly linked list over a vector; the
+// BPE merge loop (see runtime/tokenizer/bpe_model.h). Symbols form a doubly linked list over a vector; the
 // queue may hold stale entries, which are recognised (the pair no longer exists or changed) and skipped.
 #include "runtime/tokenizer/bpe_model.h"
 

@@ -1,4 +1,4 @@
-// The byte <-> code point tables of the byte-level alphabet (see tokenizer_byte_level.h), built once.
+// The byte <-> code point tables of the byte-level alphabet (see runtime/tokenizer/byte_level.h), built once.
 #include "runtime/tokenizer/byte_level.h"
 
 #include <array>

@@ -1,4 +1,4 @@
-// Incremental token decoding (see tokenizer_decoder.h). Byte-fallback groups are resolved as HF's
+// Incremental token decoding (see runtime/tokenizer/decoder.h). Byte-fallback groups are resolved as HF's
 // ByteFallback does: a group that is valid UTF-8 becomes its text, otherwise one U+FFFD per byte;
 // so a group is only emitted when a non-byte token (or the end) closes it.
 #include "runtime/tokenizer/decoder.h"

@@ -49,7 +49,7 @@ void set_byte_level_pre_tokenizer(const std::string& pre, PreTokenizer& out) {
     std::vector<std::string> names;
     for (const auto& [name, _] : table) names.push_back(name);
     CONVEYOR_THROW(kOrigin, ": tokenizer.ggml.pre '", pre, "' is not known", did_you_mean(pre, names),
-                   "; known: ", join(names, ", "), ". Add its split regex to runtime/tokenizer_gguf.cpp");
+                   "; known: ", join(names, ", "), ". Add its split regex to runtime/tokenizer/from_gguf.cpp");
   }
   if (it->second.empty() || it->second == "digits") {
     if (it->second == "digits") out.add_digits(/*individual=*/true);

@@ -1,4 +1,4 @@
-// The parts of a Tokenizer, shared by the loaders (tokenizer_json.cpp, tokenizer_gguf.cpp), the
+// The parts of a Tokenizer, shared by the loaders (runtime/tokenizer/from_json.cpp, runtime/tokenizer/from_gguf.cpp), the
 // pipeline (tokenizer.cpp) and the stream decoder. Internal to runtime/: include tokenizer.h instead.
 // Invariant: after loading nothing here changes; a copy is made to change bos/eos.
 #pragma once

@@ -1,4 +1,4 @@
-// load_tokenizer (see tokenizer_loading.h): which file holds a model's tokenizer, in the order an
+// load_tokenizer (see runtime/tokenizer/loading.h): which file holds a model's tokenizer, in the order an
 // explicit --tokenizer path, the model directory's tokenizer.json, a GGUF file's metadata. BOS/EOS are
 // then settled once here: generation_config.json / config.json (through ModelSpec) say which ids end
 // generation, which tokenizer.json does not record; the tokenizer's own BOS stays when it has one.

@@ -1,4 +1,4 @@
-// Normalizer and pre-tokenizer steps (see tokenizer_pre_tokenizer.h). The split behaviours follow
+// Normalizer and pre-tokenizer steps (see runtime/tokenizer/pre_tokenizer.h). The split behaviours follow
 // HF tokenizers' definitions: a piece is cut into alternating non-match / match spans, which each
 // behaviour then keeps, drops or merges.
 #include "runtime/tokenizer/pre_tokenizer.h"

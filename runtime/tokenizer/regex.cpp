@@ -1,4 +1,4 @@
-// PCRE2 wrapper (see tokenizer_regex.h). JIT code runs on a per-thread JIT stack larger than the
+// PCRE2 wrapper (see runtime/tokenizer/regex.h). JIT code runs on a per-thread JIT stack larger than the
 // 32 KiB default, so lookahead patterns over long whitespace runs do not hit the stack limit.
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "runtime/tokenizer/regex.h"

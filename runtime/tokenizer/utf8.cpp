@@ -1,4 +1,4 @@
-// UTF-8 validation and lossy conversion (see tokenizer_utf8.h). The replacement rule follows the
+// UTF-8 validation and lossy conversion (see runtime/tokenizer/utf8.h). The replacement rule follows the
 // Unicode "maximal subpart" practice, which is what from_utf8_lossy implements.
 #include "runtime/tokenizer/utf8.h"
 

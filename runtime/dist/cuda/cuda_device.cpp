@@ -1,4 +1,4 @@
-// One CUDA GPU as a Device (see runtime/device.h).
+// One CUDA GPU as a Device (see runtime/dist/device.h).
 #include <memory>
 
 #include "runtime/core/cuda_check.h"
