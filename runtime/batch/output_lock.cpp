@@ -94,9 +94,11 @@ OutputLock::OutputLock(const std::string& output_path) : path_(lock_path_for(out
     int err = errno;
     std::string holder = err == EWOULDBLOCK ? describe_holder(read_fd(fd)) : std::string();
     ::close(fd);
-    CONVEYOR_CHECK(err != EWOULDBLOCK, "the output '", output_path, "' is in use by another job: ", holder,
-                   " holds its lock '", path_, "'. Two jobs on one output would run every request twice; "
-                   "wait for that job to end (or cancel it), or give this job another --output");
+    if (err == EWOULDBLOCK) {
+      CONVEYOR_THROW("the output '", output_path, "' is in use by another job: ", holder, " holds its lock '",
+                     path_, "'. Two jobs on one output would run every request twice; wait for that job to "
+                     "end (or cancel it), or give this job another --output");
+    }
     CONVEYOR_THROW("locking '", path_, "' (the lock of the output '", output_path, "') failed: ",
                    std::strerror(err), "; the file system must support flock (on NFS mount with a lock "
                    "manager), or put the output on a local or parallel file system");
