@@ -206,6 +206,7 @@ BatchOutputWriter::BatchOutputWriter(BatchOutputOptions options) : options_(std:
   if (options_.errors_path.empty()) options_.errors_path = options_.output_path + ".errors.jsonl";
   CONVEYOR_CHECK(options_.errors_path != options_.output_path, "the error file and the output are the same file '",
                  options_.output_path, "'; give a different --errors path");
+  lock_ = OutputLock(options_.output_path);  // before anything of the job's files is read or written
   check_or_write_manifest(options_);
   output_.path = options_.output_path;
   errors_.path = options_.errors_path;
@@ -227,6 +228,8 @@ BatchOutputWriter::~BatchOutputWriter() {
 void BatchOutputWriter::open_file(File* f, bool is_output) {
   off_t good_end = 0;
   int64_t line_no = 0;
+  int64_t duplicates = 0;
+  std::string first_duplicate;
   {
     std::ifstream in(f->path, std::ios::binary);
     std::string text;
@@ -246,7 +249,10 @@ void BatchOutputWriter::open_file(File* f, bool is_output) {
       offset += static_cast<off_t>(text.size()) + 1;
       good_end = offset;
       auto id = j.find("custom_id");
-      if (id != j.end() && id->is_string()) done_.insert(id->get<std::string>());
+      if (id != j.end() && id->is_string()) {
+        bool fresh = done_.insert(id->get<std::string>()).second;
+        if (is_output && !fresh && duplicates++ == 0) first_duplicate = id->get<std::string>();
+      }
       if (is_output) {
         ++resumed_results_;
       } else if (j.contains("line") && j["line"].is_number_integer() && j["line"].get<int64_t>() > 0) {
@@ -254,6 +260,12 @@ void BatchOutputWriter::open_file(File* f, bool is_output) {
       }
     }
   }
+  // Checked before anything is truncated: the file is left as it was for the user to inspect.
+  CONVEYOR_CHECK(duplicates == 0, "refusing to resume into '", f->path, "': ", duplicates,
+                 " custom_id(s) appear more than once (the first is '", first_duplicate,
+                 "'), so two jobs wrote it at once or it was concatenated. Keep one line per custom_id "
+                 "(e.g. jq -c -s 'unique_by(.custom_id)[]' FILE > FILE.dedup, then move that over FILE) and "
+                 "rerun to resume, or start over with a new --output");
   f->fd = ::open(f->path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (f->fd < 0) throw_errno("opening", f->path);
   off_t size = ::lseek(f->fd, 0, SEEK_END);
@@ -309,7 +321,10 @@ void BatchOutputWriter::sync() {
 }
 
 void BatchOutputWriter::close() {
-  if (output_.fd < 0 && errors_.fd < 0) return;
+  if (output_.fd < 0 && errors_.fd < 0) {
+    lock_.release();
+    return;
+  }
   sync();
   for (File* f : {&output_, &errors_}) {
     if (f->fd >= 0 && ::close(f->fd) != 0) {
@@ -318,6 +333,7 @@ void BatchOutputWriter::close() {
     }
     f->fd = -1;
   }
+  lock_.release();
 }
 
 }  // namespace conveyor

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/batch/input.h"
+#include "runtime/batch/output_lock.h"
 #include "runtime/sampling/stop_checker.h"
 
 namespace conveyor {
@@ -69,8 +70,10 @@ struct BatchOutputOptions {
 // Appends results and errors; not thread-safe (the leader owns it).
 class BatchOutputWriter {
  public:
-  // Creates the files, or resumes them: checks the manifest (refusing a different input, model or
-  // sampling defaults), drops a torn last line and collects the ids already written.
+  // Takes the output's lock first (refusing while another job holds it, see output_lock.h), then
+  // creates the files, or resumes them: checks the manifest (refusing a different input, model or
+  // sampling defaults), drops a torn last line, refuses a custom_id found twice in the output and
+  // collects the ids already written.
   explicit BatchOutputWriter(BatchOutputOptions options);
   ~BatchOutputWriter();  // close() that swallows errors; call close() to see them
   BatchOutputWriter(const BatchOutputWriter&) = delete;
@@ -93,7 +96,7 @@ class BatchOutputWriter {
   // fsyncs when fsync_interval has passed since the last sync; the engine may call it when idle.
   void sync_if_due();
   void sync();   // fsync both files now
-  void close();  // sync and close; idempotent
+  void close();  // sync, close and release the lock; idempotent
 
   int64_t results_written() const { return results_written_; }  // this run
   int64_t errors_written() const { return errors_written_; }
@@ -108,6 +111,7 @@ class BatchOutputWriter {
   void append_line(File* f, const nlohmann::json& record);
 
   BatchOutputOptions options_;
+  OutputLock lock_;  // held from before the first read of any file until close()
   File output_, errors_;
   std::unordered_set<std::string> done_;
   std::unordered_set<std::string> error_keys_;  // custom_id or "line:N" of error lines present

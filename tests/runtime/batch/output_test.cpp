@@ -1,5 +1,5 @@
 // Tests of the batch output side: record shapes (text that is not valid UTF-8 included) and the
-// writer's resume behaviour (done ids, torn last line, corruption, manifest refusals).
+// writer's resume behaviour (done ids, torn last line, corruption, manifest refusals, duplicated ids).
 #include "runtime/batch/output.h"
 
 #include <gtest/gtest.h>
@@ -188,6 +188,28 @@ TEST(BatchOutputWriter, RefusesAnotherJobsOutput) {
   Job job3 = make_job("writer_no_manifest");
   std::ofstream(job3.output) << "{}\n";
   EXPECT_THROW(BatchOutputWriter w(job3.options()), Error);
+}
+
+TEST(BatchOutputWriter, RefusesDuplicatedCustomIds) {
+  Job job = make_job("writer_duplicates");
+  {
+    BatchOutputWriter w(job.options());
+    for (const char* id : {"a", "b", "c"}) w.write_result(sample_result(id, Endpoint::kCompletions));
+  }
+  std::string once = read_all(job.output);
+  std::string line_b = make_result_record(sample_result("b", Endpoint::kCompletions), "r").dump() + "\n";
+  std::string line_c = make_result_record(sample_result("c", Endpoint::kCompletions), "r").dump() + "\n";
+  std::ofstream(job.output, std::ios::binary) << once << line_b << line_c;  // two jobs wrote it at once
+  try {
+    BatchOutputWriter w(job.options());
+    FAIL() << "resumed over an output holding custom_ids twice";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find(job.output), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("2 custom_id(s) appear more than once"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("the first is 'b'"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("new --output"), std::string::npos) << e.message();
+  }
+  EXPECT_EQ(read_all(job.output), once + line_b + line_c);  // left as it was
 }
 
 }  // namespace
