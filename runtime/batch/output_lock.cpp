@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/error.h"
@@ -27,13 +28,12 @@ std::string env_or_empty(const char* name) {
 }
 
 json holder_record() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "?");
+  const std::string& host = process_identity().host;
   std::string array;
   if (!env_or_empty("SLURM_ARRAY_JOB_ID").empty()) {
     array = env_or_empty("SLURM_ARRAY_JOB_ID") + "_" + env_or_empty("SLURM_ARRAY_TASK_ID");
   }
-  return {{"host", std::string(host)},
+  return {{"host", host.empty() ? std::string("?") : host},
           {"pid", static_cast<int64_t>(::getpid())},
           {"slurm_job_id", env_or_empty("SLURM_JOB_ID")},
           {"slurm_array", array}};
