@@ -24,15 +24,19 @@ size_t DevicePool::size_class(size_t bytes) {
 }
 
 std::shared_ptr<void> DevicePool::take(const std::shared_ptr<DevicePool>& pool, size_t bytes) {
-  const size_t cls = size_class(bytes);
+  size_t cls = size_class(bytes);
   void* p = nullptr;
   {
     std::lock_guard<std::mutex> lock(pool->mu_);
-    auto it = pool->free_.find(cls);
-    if (it != pool->free_.end() && !it->second.empty()) {
+    // Best fit: the smallest cached block that holds the request. A decode step after a prefill then
+    // runs in the prefill's blocks instead of allocating its own smaller classes.
+    for (auto it = pool->free_.lower_bound(cls); it != pool->free_.end(); ++it) {
+      if (it->second.empty()) continue;
       p = it->second.back();
       it->second.pop_back();
+      cls = it->first;
       pool->cached_ -= cls;
+      break;
     }
     pool->live_ += cls;
   }

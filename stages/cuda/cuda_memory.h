@@ -1,6 +1,6 @@
 // Device memory for the CUDA backend: a caching pool of activation blocks and a pinned staging ring for
-// per-step metadata. The pool hands out blocks by size class and takes them back when the last Tensor
-// referring to one dies; since every op of a CudaOps runs on ONE stream, a block freed on the host
+// per-step metadata. The pool hands out the smallest cached block that fits (best fit over size
+// classes) and takes it back when the last Tensor referring to one dies; since every op of a CudaOps runs on ONE stream, a block freed on the host
 // may be reused at once (later work on the stream is ordered after the earlier readers). No
 // cudaMalloc per step once the pool has seen the largest step.
 #pragma once
