@@ -1,6 +1,6 @@
 // No device or pinned allocation inside a decode step of the CUDA stage: every CUDA runtime and driver
-// API call is seen through CUPTI's callback API while one decode step runs (after a prefill and
-// kWarmupSteps decode steps, which let GEMM autotuning see the decode shapes), and
+// API call is seen through CUPTI's callback API while one decode step runs (the first after a prefill,
+// and one after the bucket's graph was captured), and
 // any cudaMalloc*/cudaFree*/cudaHostAlloc/cuMemAlloc*/cuMemFree*/cuMemCreate/cuMemRelease fails the
 // test by name. A second test plants one CudaBuffer inside the window and requires the counter to
 // see it, so a counter that sees nothing cannot pass the first test vacuously.
@@ -138,15 +138,31 @@ struct TwoSequences {
   std::vector<std::vector<float>> rows;
 };
 
-// Decode steps before the measured one: one, so GEMM autotuning has seen the decode shapes. The pool
-// needs none: its best fit serves the first decode step from the blocks the prefill left cached.
-constexpr int kWarmupSteps = 1;
+// The decode steps of a bucket: the first runs eagerly (GEMMs autotune for its shapes), the second
+// captures the bucket's CUDA graph, whose private pool takes its blocks once (the memory plan counts
+// it), and every later one replays the graph.
+constexpr int kCaptureStep = 2;
 
+// The first decode step after a prefill allocates nothing: the pool's best fit serves its smaller
+// tensors from the blocks the prefill left cached (it took 8 new blocks before best fit).
+TEST(CudaStepAllocations, FirstDecodeAfterPrefillAllocatesNothing) {
+  const Golden g = load_golden("llama3_rope");
+  ASSERT_GE(g.prompts.size(), 2u);
+  TwoSequences seqs(g);
+  AllocationCounter counter;
+  ASSERT_TRUE(counter.subscribed());
+  seqs.decode();
+  counter.stop();
+  EXPECT_GT(counter.total_api_calls(), 0) << "CUPTI saw no CUDA API call during a decode step";
+  EXPECT_EQ(counter.calls(), "") << "allocation API calls inside the first decode step" << counter.where();
+}
+
+// Once the bucket's graph exists, a decode step allocates nothing.
 TEST(CudaStepAllocations, DecodeStepAllocatesNothing) {
   const Golden g = load_golden("llama3_rope");
   ASSERT_GE(g.prompts.size(), 2u);
   TwoSequences seqs(g);
-  for (int i = 0; i < kWarmupSteps; ++i) seqs.decode();
+  for (int i = 0; i < kCaptureStep; ++i) seqs.decode();
   AllocationCounter counter;
   ASSERT_TRUE(counter.subscribed());
   seqs.decode();
