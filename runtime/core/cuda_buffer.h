@@ -1,7 +1,7 @@
-// CudaBuffer: the one owner of raw CUDA device memory (cudaMalloc at construction, cudaFree at
-// destruction), for code that has no Device at hand: kernels' callers, the CUDA stage, tests and
-// benchmarks. Move-only; an empty buffer (0 bytes) holds no memory. Allocation happens only where a
-// CudaBuffer is made, so keeping their construction out of a step keeps the step allocation-free.
+// CudaBuffer: a DeviceBuffer (runtime/core/device_buffer.h, the one owner of device memory) whose
+// memory comes from cudaMalloc and goes back with cudaFree, for code that has no Device at hand:
+// kernels' callers, the CUDA stage, tests and benchmarks. It adds only the allocation, its error
+// (size, purpose, free memory) and host copies for tests.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,17 +12,39 @@
 #include <vector>
 
 #include "runtime/core/cuda_check.h"
+#include "runtime/core/device_buffer.h"
 #include "runtime/core/strings.h"
 
 namespace conveyor {
 
-class CudaBuffer {
+class CudaBuffer : public DeviceBuffer {
  public:
   CudaBuffer() = default;
   // what: the purpose, named in the error when the allocation fails.
-  explicit CudaBuffer(size_t bytes, const char* what = "a device buffer") : bytes_(bytes) {
-    if (bytes == 0) return;
-    const cudaError_t rc = cudaMalloc(&ptr_, bytes);
+  explicit CudaBuffer(size_t bytes, const char* what = "a device buffer")
+      : DeviceBuffer(cuda_allocate(bytes, what), bytes, &cuda_release, nullptr) {}
+
+  // A buffer holding a copy of `host` (synchronous; for tests and benchmarks).
+  template <typename T>
+  static CudaBuffer from(const std::vector<T>& host) {
+    CudaBuffer b(host.size() * sizeof(T));
+    if (!host.empty()) CONVEYOR_CUDA_CHECK(cudaMemcpy(b.data(), host.data(), b.bytes(), cudaMemcpyHostToDevice));
+    return b;
+  }
+  // The whole buffer as host values, after the device has finished all work.
+  template <typename T>
+  std::vector<T> to_host() const {
+    std::vector<T> out(bytes() / sizeof(T));
+    CONVEYOR_CUDA_CHECK(cudaDeviceSynchronize());
+    if (!out.empty()) CONVEYOR_CUDA_CHECK(cudaMemcpy(out.data(), data(), out.size() * sizeof(T), cudaMemcpyDeviceToHost));
+    return out;
+  }
+
+ private:
+  static void* cuda_allocate(size_t bytes, const char* what) {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    const cudaError_t rc = cudaMalloc(&p, bytes);
     if (rc != cudaSuccess) {
       cudaGetLastError();  // clear the error so that later checks report their own
       size_t free_b = 0, total_b = 0;
@@ -32,55 +54,10 @@ class CudaBuffer {
                      format_bytes(static_cast<double>(total_b)),
                      "); lower cache.gpu_memory_utilization, cache.num_blocks or scheduler.max_num_batched_tokens");
     }
+    return p;
   }
-  ~CudaBuffer() { reset(); }
-  CudaBuffer(CudaBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  CudaBuffer& operator=(CudaBuffer&& o) noexcept {
-    if (this != &o) {
-      reset();
-      ptr_ = std::exchange(o.ptr_, nullptr);
-      bytes_ = std::exchange(o.bytes_, 0);
-    }
-    return *this;
-  }
-  CudaBuffer(const CudaBuffer&) = delete;
-  CudaBuffer& operator=(const CudaBuffer&) = delete;
-
-  // A buffer holding a copy of `host` (synchronous; for tests and benchmarks).
-  template <typename T>
-  static CudaBuffer from(const std::vector<T>& host) {
-    CudaBuffer b(host.size() * sizeof(T));
-    if (!host.empty()) CONVEYOR_CUDA_CHECK(cudaMemcpy(b.ptr_, host.data(), b.bytes_, cudaMemcpyHostToDevice));
-    return b;
-  }
-  // The whole buffer as host values, after the device has finished all work.
-  template <typename T>
-  std::vector<T> to_host() const {
-    std::vector<T> out(bytes_ / sizeof(T));
-    CONVEYOR_CUDA_CHECK(cudaDeviceSynchronize());
-    if (!out.empty()) CONVEYOR_CUDA_CHECK(cudaMemcpy(out.data(), ptr_, out.size() * sizeof(T), cudaMemcpyDeviceToHost));
-    return out;
-  }
-
-  void* data() const { return ptr_; }
-  template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
-  size_t bytes() const { return bytes_; }
-  // Hands the memory to the caller, who frees it with cudaFree (the caching pool's blocks).
-  void* release() {
-    bytes_ = 0;
-    return std::exchange(ptr_, nullptr);
-  }
-  // Frees now; destructors never throw, so an error here is dropped (the context may be gone).
-  void reset() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-    ptr_ = nullptr;
-    bytes_ = 0;
-  }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
+  // The context may be gone at exit; an error here is dropped (destructors never throw).
+  static void cuda_release(void*, void* p) { cudaFree(p); }
 };
 
 // Carves one workspace into 256-byte aligned pieces in order; take() checks the total fits, so a

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "runtime/core/device_buffer.h"  // DeviceBuffer(&device, bytes) owns Device memory
 #include "runtime/dist/communicator.h"
 
 namespace conveyor {
@@ -40,39 +41,5 @@ Backend resolve_backend(const std::string& configured);
 int cuda_device_count();  // 0 without CUDA
 // local_rank picks the GPU (local_rank % device count).
 std::unique_ptr<Device> make_device(Backend backend, int local_rank);
-
-// A device allocation released on destruction.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(Device* dev, size_t bytes) : dev_(dev), bytes_(bytes), ptr_(bytes ? dev->allocate(bytes) : nullptr) {}
-  ~DeviceBuffer() { reset(); }
-  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
-    if (this != &o) {
-      reset();
-      dev_ = o.dev_;
-      bytes_ = o.bytes_;
-      ptr_ = o.ptr_;
-      o.ptr_ = nullptr;
-      o.bytes_ = 0;
-    }
-    return *this;
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* data() const { return ptr_; }
-  size_t bytes() const { return bytes_; }
-  void reset() {
-    if (ptr_) dev_->release(ptr_);
-    ptr_ = nullptr;
-    bytes_ = 0;
-  }
-
- private:
-  Device* dev_ = nullptr;
-  size_t bytes_ = 0;
-  void* ptr_ = nullptr;
-};
 
 }  // namespace conveyor

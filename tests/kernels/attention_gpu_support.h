@@ -12,9 +12,6 @@
 
 namespace conveyor::testing {
 
-// The project's one device-buffer class; a 0-byte buffer holds no memory, as the tests expect.
-using DeviceBuffer = CudaBuffer;
-
 inline float round_to(float x, DType dt) {
   if (dt == DType::kBF16) return bf16_to_float(float_to_bf16(x));
   if (dt == DType::kF16) return f16_to_float(float_to_f16(x));
@@ -26,14 +23,14 @@ inline void round_all(std::vector<float>& v, DType dt) {
 }
 
 // Host floats as a device buffer of dtype dt (kBF16, kF16 or kF32).
-inline DeviceBuffer upload(const std::vector<float>& v, DType dt) {
-  if (dt == DType::kF32) return DeviceBuffer::from(v);
+inline CudaBuffer upload(const std::vector<float>& v, DType dt) {
+  if (dt == DType::kF32) return CudaBuffer::from(v);
   std::vector<uint16_t> bits(v.size());
   for (size_t i = 0; i < v.size(); ++i) bits[i] = dt == DType::kBF16 ? float_to_bf16(v[i]) : float_to_f16(v[i]);
-  return DeviceBuffer::from(bits);
+  return CudaBuffer::from(bits);
 }
 
-inline std::vector<float> download(const DeviceBuffer& b, DType dt) {
+inline std::vector<float> download(const CudaBuffer& b, DType dt) {
   if (dt == DType::kF32) return b.to_host<float>();
   const std::vector<uint16_t> bits = b.to_host<uint16_t>();
   std::vector<float> v(bits.size());

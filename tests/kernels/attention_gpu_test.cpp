@@ -23,7 +23,6 @@ namespace conveyor {
 namespace {
 
 using testing::compare_all;
-using testing::DeviceBuffer;
 using testing::random_floats;
 using testing::round_all;
 
@@ -100,11 +99,11 @@ void run_case(const Case& c, DType dt) {
   SCOPED_TRACE(c.name + " " + dtype_name(dt));
   HostBatch h = make_batch(c, dt, 1000 + c.head_dim + 7 * c.n_heads + c.window);
   const int tokens = static_cast<int>(h.positions.size());
-  DeviceBuffer k_cache = testing::upload(h.k_cache, dt), v_cache = testing::upload(h.v_cache, dt);
-  DeviceBuffer k = testing::upload(h.k, dt), v = testing::upload(h.v, dt), q = testing::upload(h.q, dt);
-  DeviceBuffer out(static_cast<size_t>(tokens) * c.n_heads * c.head_dim * dtype_size(dt));
-  DeviceBuffer qs = DeviceBuffer::from(h.query_start), pos = DeviceBuffer::from(h.positions);
-  DeviceBuffer tables = DeviceBuffer::from(h.tables);
+  CudaBuffer k_cache = testing::upload(h.k_cache, dt), v_cache = testing::upload(h.v_cache, dt);
+  CudaBuffer k = testing::upload(h.k, dt), v = testing::upload(h.v, dt), q = testing::upload(h.q, dt);
+  CudaBuffer out(static_cast<size_t>(tokens) * c.n_heads * c.head_dim * dtype_size(dt));
+  CudaBuffer qs = CudaBuffer::from(h.query_start), pos = CudaBuffer::from(h.positions);
+  CudaBuffer tables = CudaBuffer::from(h.tables);
   AttentionBatchCuda b;
   b.num_seqs = static_cast<int>(c.seqs.size());
   b.num_tokens = tokens;
@@ -114,10 +113,10 @@ void run_case(const Case& c, DType dt) {
   b.max_blocks_per_seq = h.max_blocks;
   b.max_query_len = h.max_query_len;
   b.max_context_len = h.max_context_len * c.context_bound;
-  DeviceBuffer exact_ctx = DeviceBuffer::from(std::vector<int32_t>{h.max_context_len});
+  CudaBuffer exact_ctx = CudaBuffer::from(std::vector<int32_t>{h.max_context_len});
   if (c.context_bound > 1) b.max_context_len_dev = exact_ctx.as<int32_t>();
   const AttentionParams p{c.n_heads, 1.f / std::sqrt(static_cast<float>(c.head_dim)), c.window};
-  DeviceBuffer ws(paged_attention_workspace_bytes(tokens, c.n_heads, c.head_dim, b.max_context_len));
+  CudaBuffer ws(paged_attention_workspace_bytes(tokens, c.n_heads, c.head_dim, b.max_context_len));
 
   write_kv_cache_cuda(k_cache.data(), v_cache.data(), k.data(), v.data(), b, h.shape, dt, nullptr);
   paged_attention_cuda(out.data(), q.data(), k_cache.data(), v_cache.data(), b, h.shape, p, ws.data(), dt, nullptr);

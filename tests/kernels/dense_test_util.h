@@ -17,11 +17,11 @@
 
 namespace conveyor::testing {
 
-// CudaBuffer (the one device-buffer class, runtime/core/cuda_buffer.h) that holds at least one byte,
-// so an empty case still passes a valid pointer; bytes() is what was asked for.
-class DeviceBuffer : public CudaBuffer {
+// A CudaBuffer (runtime/core/cuda_buffer.h) that holds at least one byte, so an empty case still
+// passes a valid pointer; bytes() is what was asked for.
+class TestBuffer : public CudaBuffer {
  public:
-  explicit DeviceBuffer(size_t bytes) : CudaBuffer(bytes == 0 ? 1 : bytes, "a test buffer"), asked_(bytes) {}
+  explicit TestBuffer(size_t bytes) : CudaBuffer(bytes == 0 ? 1 : bytes, "a test buffer"), asked_(bytes) {}
   void* get() const { return data(); }
   size_t bytes() const { return asked_; }
 
@@ -91,8 +91,8 @@ inline void upload_into(void* dst, const std::vector<float>& v, DType dt) {
   CONVEYOR_CUDA_CHECK(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
 }
 
-inline DeviceBuffer upload(const std::vector<float>& v, DType dt) {
-  DeviceBuffer buf(v.size() * dtype_size(dt));
+inline TestBuffer upload(const std::vector<float>& v, DType dt) {
+  TestBuffer buf(v.size() * dtype_size(dt));
   upload_into(buf.get(), v, dt);
   return buf;
 }
@@ -105,8 +105,8 @@ inline std::vector<float> download(const void* src, size_t n, DType dt) {
   return decode(bytes, dt);
 }
 
-inline DeviceBuffer upload_ids(const std::vector<int32_t>& ids) {
-  DeviceBuffer buf(ids.size() * sizeof(int32_t));
+inline TestBuffer upload_ids(const std::vector<int32_t>& ids) {
+  TestBuffer buf(ids.size() * sizeof(int32_t));
   CONVEYOR_CUDA_CHECK(cudaMemcpy(buf.get(), ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
   return buf;
 }

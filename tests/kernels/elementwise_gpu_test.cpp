@@ -15,7 +15,7 @@ namespace conveyor {
 namespace {
 
 using testing::compare_all;
-using testing::DeviceBuffer;
+using testing::TestBuffer;
 using testing::download;
 using testing::random_floats;
 using testing::round_all;
@@ -35,7 +35,7 @@ TEST(AddGpu, MatchesCpuTwin) {
         add_ref(want.data(), a.data(), b.data(), n);
         want = round_all(want, dt);  // one rounding of the exact fp32 sum: bit-exact
         const size_t es = dtype_size(dt);
-        DeviceBuffer da((n + offset) * es), db((n + offset) * es), dout((n + offset) * es);
+        TestBuffer da((n + offset) * es), db((n + offset) * es), dout((n + offset) * es);
         char* pa = da.as<char>() + offset * es;
         char* pb = db.as<char>() + offset * es;
         char* pout = dout.as<char>() + offset * es;
@@ -62,7 +62,7 @@ TEST(GatherRowsGpu, CopiesSelectedRows) {
       for (int32_t r : rows) want.insert(want.end(), x.begin() + r * cols, x.begin() + (r + 1) * cols);
       auto dx = upload(x, dt);
       auto drows = upload_ids(rows);
-      DeviceBuffer dout(want.size() * dtype_size(dt));
+      TestBuffer dout(want.size() * dtype_size(dt));
       gather_rows_cuda(dout.get(), dx.get(), drows.as<int32_t>(), static_cast<int64_t>(rows.size()), cols, dt,
                        nullptr);
       EXPECT_EQ(compare_all(download(dout.get(), want.size(), dt), want, 0.f, 0.f), "")
@@ -79,7 +79,7 @@ TEST(ConvertGpu, RoundsToNearestEvenBothWays) {
         const auto src = round_all(random_floats(static_cast<size_t>(n), 99, -range, range), src_t);
         const auto want = round_all(src, dst_t);
         auto dsrc = upload(src, src_t);
-        DeviceBuffer ddst(static_cast<size_t>(n) * dtype_size(dst_t));
+        TestBuffer ddst(static_cast<size_t>(n) * dtype_size(dst_t));
         convert_cuda(ddst.get(), dst_t, dsrc.get(), src_t, n, nullptr);
         EXPECT_EQ(compare_all(download(ddst.get(), static_cast<size_t>(n), dst_t), want, 0.f, 0.f), "")
             << dtype_name(src_t) << " -> " << dtype_name(dst_t) << " range " << range;
@@ -107,7 +107,7 @@ TEST(AddBiasGpu, AddsBiasToEveryRow) {
 }
 
 TEST(ElementwiseGpu, RejectsBadArguments) {
-  DeviceBuffer buf(64);
+  TestBuffer buf(64);
   EXPECT_THROW(add_cuda(buf.get(), buf.get(), buf.get(), 4, DType::kI32, nullptr), Error);
   EXPECT_THROW(add_cuda(buf.get(), buf.get(), buf.get(), -1, DType::kBF16, nullptr), Error);
   EXPECT_THROW(gather_rows_cuda(buf.get(), buf.get(), buf.as<int32_t>(), 1, 4, DType::kU8, nullptr), Error);

@@ -16,7 +16,7 @@ namespace conveyor {
 namespace {
 
 using testing::compare_all;
-using testing::DeviceBuffer;
+using testing::TestBuffer;
 using testing::download;
 using testing::random_floats;
 using testing::round_all;
@@ -40,7 +40,7 @@ void check(DType dt, int tokens, int hidden, int vocab_start, int vocab_end) {
 
   auto dtable = upload(table, dt);
   auto dids = upload_ids(ids);
-  DeviceBuffer dout(want.size() * dtype_size(dt));
+  TestBuffer dout(want.size() * dtype_size(dt));
   embedding_cuda(dout.get(), dtable.get(), dids.as<int32_t>(), tokens, hidden, vocab_start, shard, dt, nullptr);
   EXPECT_EQ(compare_all(download(dout.get(), want.size(), dt), want, 0.f, 0.f), "")
       << dtype_name(dt) << " tokens=" << tokens << " hidden=" << hidden << " shard=[" << vocab_start << ", "
@@ -59,7 +59,7 @@ TEST(EmbeddingGpu, MatchesCpuTwin) {
 }
 
 TEST(EmbeddingGpu, RejectsBadArguments) {
-  DeviceBuffer buf(64);
+  TestBuffer buf(64);
   EXPECT_THROW(embedding_cuda(buf.get(), buf.get(), buf.as<int32_t>(), 1, 8, 0, 10, DType::kI32, nullptr), Error);
   EXPECT_THROW(embedding_cuda(buf.get(), buf.get(), buf.as<int32_t>(), 1, 0, 0, 10, DType::kBF16, nullptr), Error);
   EXPECT_THROW(embedding_cuda(buf.get(), buf.get(), buf.as<int32_t>(), 1, 8, -1, 10, DType::kBF16, nullptr), Error);

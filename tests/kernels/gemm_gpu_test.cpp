@@ -21,7 +21,7 @@ namespace conveyor {
 namespace {
 
 using testing::compare_all;
-using testing::DeviceBuffer;
+using testing::TestBuffer;
 using testing::download;
 using testing::random_floats;
 using testing::round_all;
@@ -36,7 +36,7 @@ struct Shape {
 // (or of one plain run).
 struct Case {
   std::vector<float> y0, want, bias;
-  DeviceBuffer dx, dw, dbias, dy;
+  TestBuffer dx, dw, dbias, dy;
 };
 
 Case make_case(DType ab, DType out, bool with_bias, Shape s, bool accumulate, int calls = 1) {
@@ -51,7 +51,7 @@ Case make_case(DType ab, DType out, bool with_bias, Shape s, bool accumulate, in
   if (accumulate) {
     for (size_t i = 0; i < want.size(); ++i) want[i] = y0[i] + static_cast<float>(calls) * want[i];
   }
-  DeviceBuffer dy(want.size() * dtype_size(out));
+  TestBuffer dy(want.size() * dtype_size(out));
   upload_into(dy.get(), y0, out);
   std::vector<float> used_bias = with_bias ? bias : std::vector<float>(static_cast<size_t>(s.n), 0.f);
   return {std::move(y0), std::move(want), std::move(used_bias), upload(x, ab), upload(w, ab), upload(bias, ab),
@@ -201,14 +201,14 @@ TEST(GemmGpu, NoWorkspaceStillRuns) {
 
 TEST(GemmGpu, ZeroRowsIsANoOp) {
   testing::TestGemm gemm;
-  DeviceBuffer buf(1 << 12);
+  TestBuffer buf(1 << 12);
   EXPECT_NO_THROW(gemm.run(buf.get(), DType::kBF16, buf.get(), buf.get(), DType::kBF16, nullptr, 0, 8, 8, nullptr));
   EXPECT_EQ(gemm.cached_shapes(), 0u);
 }
 
 TEST(GemmGpu, RejectsUnsupportedShapesAndTypes) {
   testing::TestGemm gemm;
-  DeviceBuffer buf(1 << 16);
+  TestBuffer buf(1 << 16);
   void* p = buf.get();
   // k not a multiple of 8: rows of x and w would not be 16-byte aligned.
   EXPECT_THROW(gemm.run(p, DType::kBF16, p, p, DType::kBF16, nullptr, 4, 8, 7, nullptr), Error);

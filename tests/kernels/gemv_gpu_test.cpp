@@ -18,7 +18,7 @@ namespace conveyor {
 namespace {
 
 using testing::compare_all;
-using testing::DeviceBuffer;
+using testing::TestBuffer;
 using testing::download;
 using testing::random_floats;
 using testing::round_all;
@@ -32,7 +32,7 @@ constexpr float kGuardValue = 0.75f;  // exact in every dtype
 // which a case uses the first m.
 struct Operands {
   std::vector<float> x, w, bias;
-  DeviceBuffer dx, dw, dbias;
+  TestBuffer dx, dw, dbias;
 };
 
 Operands make_operands(DType dt, int64_t n, int64_t k, uint64_t seed) {
@@ -52,7 +52,7 @@ void check_variant(const Operands& ops, const std::vector<float>& prod, DType dt
   const auto y0 = round_all(random_floats(count, static_cast<uint64_t>(m * 131 + n * 7 + k), -1.f, 1.f), out);
   std::vector<float> init = y0;
   init.resize(count + kGuard, kGuardValue);
-  DeviceBuffer dy(init.size() * dtype_size(out));
+  TestBuffer dy(init.size() * dtype_size(out));
   upload_into(dy.get(), init, out);
   gemv_cuda(dy.get(), out, ops.dx.get(), ops.dw.get(), with_bias ? ops.dbias.get() : nullptr, m, n, k, accumulate,
             dt, nullptr);
@@ -106,7 +106,7 @@ TEST(GemvGpu, EveryRowCount) {
 }
 
 TEST(GemvGpu, RejectsBadArguments) {
-  DeviceBuffer buf(1 << 16);
+  TestBuffer buf(1 << 16);
   void* p = buf.get();
   const DType bf = DType::kBF16;
   EXPECT_THROW(gemv_cuda(p, bf, p, p, nullptr, 0, 8, 8, false, bf, nullptr), Error);   // m = 0

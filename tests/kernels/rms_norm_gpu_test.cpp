@@ -17,7 +17,7 @@ namespace conveyor {
 namespace {
 
 using testing::compare_all;
-using testing::DeviceBuffer;
+using testing::TestBuffer;
 using testing::download;
 using testing::random_floats;
 using testing::round_all;
@@ -41,7 +41,7 @@ void check_rms_norm(DType dt, int64_t rows, int64_t cols, int offset) {
   rms_norm_ref(want.data(), x.data(), w.data(), static_cast<int>(rows), static_cast<int>(cols), kEps);
 
   const size_t es = dtype_size(dt);
-  DeviceBuffer dx((n + offset) * es), dw((cols + offset) * es), dout((n + offset) * es);
+  TestBuffer dx((n + offset) * es), dw((cols + offset) * es), dout((n + offset) * es);
   char* px = dx.as<char>() + offset * es;
   char* pw = dw.as<char>() + offset * es;
   char* pout = dout.as<char>() + offset * es;
@@ -72,7 +72,7 @@ TEST(RmsNormGpu, UnalignedPointersTakeGeneralPath) {
 }
 
 TEST(RmsNormGpu, RejectsBadArguments) {
-  DeviceBuffer buf(64);
+  TestBuffer buf(64);
   EXPECT_THROW(rms_norm_cuda(buf.get(), buf.get(), buf.get(), 1, 8, kEps, DType::kI32, nullptr), Error);
   EXPECT_THROW(rms_norm_cuda(buf.get(), buf.get(), buf.get(), 1, 0, kEps, DType::kBF16, nullptr), Error);
   EXPECT_THROW(rms_norm_cuda(buf.get(), buf.get(), buf.get(), 1, 8, -1.f, DType::kBF16, nullptr), Error);

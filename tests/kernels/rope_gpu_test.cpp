@@ -21,7 +21,6 @@ namespace conveyor {
 namespace {
 
 using testing::compare_all;
-using testing::DeviceBuffer;
 using testing::random_floats;
 using testing::round_all;
 
@@ -52,8 +51,8 @@ TEST_P(RopeGpu, MatchesReference) {
   std::vector<float> k = random_floats(size_t(tokens) * n_kv_heads * c.head_dim, 12, -2.f, 2.f);
   round_all(q, c.dt);
   round_all(k, c.dt);
-  DeviceBuffer qd = testing::upload(q, c.dt), kd = testing::upload(k, c.dt);
-  DeviceBuffer pd = DeviceBuffer::from(positions), fd = DeviceBuffer::from(table.static_inv_freq());
+  CudaBuffer qd = testing::upload(q, c.dt), kd = testing::upload(k, c.dt);
+  CudaBuffer pd = CudaBuffer::from(positions), fd = CudaBuffer::from(table.static_inv_freq());
   rope_cuda(qd.data(), kd.data(), pd.as<int32_t>(), fd.as<float>(), tokens, n_heads, n_kv_heads, c.head_dim, c.dt,
             nullptr);
   rope_ref(q.data(), k.data(), positions.data(), tokens, n_heads, n_kv_heads, table);
@@ -105,7 +104,7 @@ struct FusedCase {
     write_kv_cache_ref(k_cache_ref.data(), v_cache_ref.data(), k_rot.data(), v.data(), hb, shape);
   }
 
-  AttentionBatchCuda batch(const DeviceBuffer& qsd, const DeviceBuffer& pd, const DeviceBuffer& td) const {
+  AttentionBatchCuda batch(const CudaBuffer& qsd, const CudaBuffer& pd, const CudaBuffer& td) const {
     AttentionBatchCuda b;
     b.num_seqs = static_cast<int>(query_start.size()) - 1;
     b.num_tokens = tokens;
@@ -136,10 +135,10 @@ TEST_P(RopeGpu, FusedFromQkvProjection) {
   const RopeTable table = table_for(c.llama3, c.head_dim);
   const FusedCase f(c, table);
   const std::vector<float> qkv = f.qkv(c.head_dim);
-  DeviceBuffer qkvd = testing::upload(qkv, c.dt), qd = testing::upload(f.v_cache, c.dt);  // q_out: any garbage
-  DeviceBuffer kc = testing::upload(f.k_cache, c.dt), vc = testing::upload(f.v_cache, c.dt);
-  DeviceBuffer qsd = DeviceBuffer::from(f.query_start), pd = DeviceBuffer::from(f.positions);
-  DeviceBuffer td = DeviceBuffer::from(f.tables), fd = DeviceBuffer::from(table.static_inv_freq());
+  CudaBuffer qkvd = testing::upload(qkv, c.dt), qd = testing::upload(f.v_cache, c.dt);  // q_out: any garbage
+  CudaBuffer kc = testing::upload(f.k_cache, c.dt), vc = testing::upload(f.v_cache, c.dt);
+  CudaBuffer qsd = CudaBuffer::from(f.query_start), pd = CudaBuffer::from(f.positions);
+  CudaBuffer td = CudaBuffer::from(f.tables), fd = CudaBuffer::from(table.static_inv_freq());
   rope_qkv_write_kv_cuda(qd.data(), qkvd.data(), kc.data(), vc.data(), fd.as<float>(), f.batch(qsd, pd, td), f.shape,
                          f.n_heads, c.dt, nullptr);
   const float tol = tolerance(c.dt);

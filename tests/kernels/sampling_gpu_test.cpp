@@ -27,10 +27,10 @@ using conveyor::testing::random_floats;
 // n elements of T in a CudaBuffer (runtime/core/cuda_buffer.h), freed at scope exit so that failing
 // tests do not leak.
 template <typename T>
-struct DeviceBuffer {
+struct TypedBuffer {
   CudaBuffer buffer;
   T* ptr;
-  explicit DeviceBuffer(size_t n) : buffer(std::max<size_t>(n, 1) * sizeof(T), "a test buffer"), ptr(buffer.as<T>()) {}
+  explicit TypedBuffer(size_t n) : buffer(std::max<size_t>(n, 1) * sizeof(T), "a test buffer"), ptr(buffer.as<T>()) {}
   void upload(const std::vector<T>& v) {
     CONVEYOR_CUDA_CHECK(cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
   }
@@ -59,8 +59,8 @@ TEST(SamplingNoiseGpu, DeviceBitsEqualHost) {
     step[i] = rng() % 5000;
     token[i] = rng() % 200000;
   }
-  DeviceBuffer<uint64_t> d_seed(n), d_step(n), d_token(n);
-  DeviceBuffer<double> d_u(n), d_g(n);
+  TypedBuffer<uint64_t> d_seed(n), d_step(n), d_token(n);
+  TypedBuffer<double> d_u(n), d_g(n);
   d_seed.upload(seed);
   d_step.upload(step);
   d_token.upload(token);
@@ -109,7 +109,7 @@ void check_against_cpu(const std::vector<float>& logits, int64_t vocab, const st
     mask.insert(mask.end(), c.params.stop_token_ids.begin(), c.params.stop_token_ids.end());
     mask_off.push_back(static_cast<int64_t>(mask.size()));
   }
-  DeviceBuffer<float> d_logits(logits.size());
+  TypedBuffer<float> d_logits(logits.size());
   d_logits.upload(logits);
   OwnedSampler owned(vocab, rows + 3, eos);
   CudaSampler& gpu = owned.sampler;  // spare rows: the batch need not fill the sampler
@@ -310,7 +310,7 @@ TEST(CudaSamplerGpu, NonFiniteLogitsThrow) {
   const int64_t vocab = 3000;
   std::vector<float> logits = random_floats(vocab * 2, 5, -4.f, 4.f);
   logits[vocab + 1234] = std::numeric_limits<float>::quiet_NaN();
-  DeviceBuffer<float> d(logits.size());
+  TypedBuffer<float> d(logits.size());
   d.upload(logits);
   OwnedSampler owned(vocab, 2, {0});
   CudaSampler& gpu = owned.sampler;
@@ -326,7 +326,7 @@ TEST(CudaSamplerGpu, NonFiniteLogitsThrow) {
 TEST(CudaSamplerGpu, BadTokenIdsThrow) {
   const int64_t vocab = 100;
   std::vector<float> logits = random_floats(vocab, 6, -4.f, 4.f);
-  DeviceBuffer<float> d(logits.size());
+  TypedBuffer<float> d(logits.size());
   d.upload(logits);
   OwnedSampler owned(vocab, 1, {0});
   CudaSampler& gpu = owned.sampler;

@@ -16,7 +16,7 @@ namespace conveyor {
 namespace {
 
 using testing::compare_all;
-using testing::DeviceBuffer;
+using testing::TestBuffer;
 using testing::download;
 using testing::random_floats;
 using testing::round_all;
@@ -30,7 +30,7 @@ void check(DType dt, int64_t tokens, int64_t inter, int offset) {
   silu_mul_ref(want.data(), gate_up.data(), static_cast<int>(tokens), static_cast<int>(inter));
 
   const size_t es = dtype_size(dt);
-  DeviceBuffer din((n_in + offset) * es), dout((n_out + offset) * es);
+  TestBuffer din((n_in + offset) * es), dout((n_out + offset) * es);
   char* pin = din.as<char>() + offset * es;
   char* pout = dout.as<char>() + offset * es;
   upload_into(pin, gate_up, dt);
@@ -53,7 +53,7 @@ TEST(SiluMulGpu, MatchesCpuTwin) {
 }
 
 TEST(SiluMulGpu, RejectsBadArguments) {
-  DeviceBuffer buf(64);
+  TestBuffer buf(64);
   EXPECT_THROW(silu_mul_cuda(buf.get(), buf.get(), 1, 8, DType::kI64, nullptr), Error);
   EXPECT_THROW(silu_mul_cuda(buf.get(), buf.get(), 1, 0, DType::kBF16, nullptr), Error);
   EXPECT_THROW(silu_mul_cuda(buf.get(), buf.get(), -1, 8, DType::kBF16, nullptr), Error);
