@@ -143,32 +143,30 @@ struct TwoSequences {
 // it), and every later one replays the graph.
 constexpr int kCaptureStep = 2;
 
-// The first decode step after a prefill allocates nothing: the pool's best fit serves its smaller
-// tensors from the blocks the prefill left cached (it took 8 new blocks before best fit).
-TEST(CudaStepAllocations, FirstDecodeAfterPrefillAllocatesNothing) {
+// Prefills two sequences, runs `decodes_before` decode steps, then requires the next one to make CUDA
+// API calls and no allocation among them.
+void expect_decode_allocates_nothing(int decodes_before, const char* which) {
   const Golden g = load_golden("llama3_rope");
   ASSERT_GE(g.prompts.size(), 2u);
   TwoSequences seqs(g);
+  for (int i = 0; i < decodes_before; ++i) seqs.decode();
   AllocationCounter counter;
   ASSERT_TRUE(counter.subscribed());
   seqs.decode();
   counter.stop();
-  EXPECT_GT(counter.total_api_calls(), 0) << "CUPTI saw no CUDA API call during a decode step";
-  EXPECT_EQ(counter.calls(), "") << "allocation API calls inside the first decode step" << counter.where();
+  EXPECT_GT(counter.total_api_calls(), 0) << "CUPTI saw no CUDA API call during " << which;
+  EXPECT_EQ(counter.calls(), "") << "allocation API calls inside " << which << counter.where();
+}
+
+// The first decode step after a prefill allocates nothing: the pool's best fit serves its smaller
+// tensors from the blocks the prefill left cached (it took 8 new blocks before best fit).
+TEST(CudaStepAllocations, FirstDecodeAfterPrefillAllocatesNothing) {
+  expect_decode_allocates_nothing(0, "the first decode step after a prefill");
 }
 
 // Once the bucket's graph exists, a decode step allocates nothing.
 TEST(CudaStepAllocations, DecodeStepAllocatesNothing) {
-  const Golden g = load_golden("llama3_rope");
-  ASSERT_GE(g.prompts.size(), 2u);
-  TwoSequences seqs(g);
-  for (int i = 0; i < kCaptureStep; ++i) seqs.decode();
-  AllocationCounter counter;
-  ASSERT_TRUE(counter.subscribed());
-  seqs.decode();
-  counter.stop();
-  EXPECT_GT(counter.total_api_calls(), 0) << "CUPTI saw no CUDA API call during a decode step";
-  EXPECT_EQ(counter.calls(), "") << "allocation API calls inside one decode step" << counter.where();
+  expect_decode_allocates_nothing(kCaptureStep, "a decode step after the graph capture");
 }
 
 // The counter is live: an allocation planted in the window is seen by name.
