@@ -2,6 +2,8 @@
 // record, logprobs and summary shapes live in runtime/batch.
 #include "launch/batch_job.h"
 
+#include "launch/chat_prompt.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +16,7 @@
 #include "runtime/batch/logprobs.h"
 #include "runtime/batch/output.h"
 #include "runtime/batch/progress.h"
+#include "runtime/batch/request_fields.h"
 #include "runtime/batch/signals.h"
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
@@ -33,10 +36,7 @@ nlohmann::json sampling_defaults_json(const Config& cfg) {
 // Token ids of one request's prompt; throws an Error naming the problem (it becomes an error line).
 std::vector<int32_t> prompt_of(const BatchRequest& r, const Generator& engine, const ChatTemplateChoice& chat) {
   if (r.endpoint == Endpoint::kCompletions) return r.prompt_is_ids() ? r.prompt_ids : engine.encode(r.prompt_text);
-  CONVEYOR_CHECK(chat.chosen.has_value(), "chat request, but no chat template: ", chat.why_none);
-  const Tokenizer* tok = engine.tokenizer();
-  CONVEYOR_CHECK(tok != nullptr, "chat request, but the model has no tokenizer");
-  return encode_chat(*chat.chosen, *tok, r.messages);
+  return chat_prompt_ids(chat, engine.tokenizer(), r.messages);
 }
 
 }  // namespace
@@ -58,6 +58,11 @@ BatchJob::BatchJob(const Config& cfg, BatchJobOptions options)
   writer_ = std::make_unique<BatchOutputWriter>(out_opt);
   for (const auto& e : input_.errors) writer_->write_error(e);
   stats_.invalid_lines = static_cast<int64_t>(input_.errors.size());
+  stats_.ignored_fields = input_.ignored_fields;
+}
+
+const std::string& BatchJob::served_name() const {
+  return opt_.served_model_names.empty() ? opt_.model : opt_.served_model_names.front();
 }
 
 BatchJob::~BatchJob() = default;
@@ -79,6 +84,7 @@ void BatchJob::admit(Generator& engine) {
     req.params = r.sampling;
     req.label = "line " + std::to_string(r.line) + " (custom_id " + r.custom_id + ")";
     try {
+      if (!r.model.empty()) check_model_name(r.model, opt_.served_model_names);
       req.prompt_ids = prompt_of(r, engine, chat);
       engine.add_request(std::move(req));
       by_id_[static_cast<int64_t>(i)] = &r;
@@ -102,7 +108,7 @@ void BatchJob::record(const CompletionOutput& out, const Tokenizer* tok) {
   BatchResult res;
   res.custom_id = r.custom_id;
   res.endpoint = r.endpoint;
-  res.model = r.model.empty() ? opt_.model : r.model;
+  res.model = r.model.empty() ? served_name() : r.model;
   res.text = out.text;
   res.token_ids = out.token_ids;
   res.finish_reason = out.finish_reason;
@@ -145,7 +151,13 @@ int BatchJob::run(Generator& engine) {
     std::cerr << interrupted_message(stop_signal(), stats_.resumed + stats_.done, stats_.total, opt_.output) << std::endl;
     return kExitInterrupted;
   }
-  std::cerr << "batch: " << stats_.done - stats_.failed << " results, " << stats_.failed + stats_.invalid_lines
+  if (stats_.total == 0 && stats_.invalid_lines == 0) {
+    std::cerr << "batch: warning: the input '" << opt_.input << "' holds no requests (0 requests); nothing to do"
+              << std::endl;
+    return 0;
+  }
+  if (!stats_.ignored_fields.empty()) std::cerr << "batch: " << describe_ignored_fields(stats_.ignored_fields) << std::endl;
+  std::cerr << "batch: " << stats_.total << " requests: " << stats_.done - stats_.failed << " results, " << stats_.failed + stats_.invalid_lines
             << " errors (" << writer.errors_path() << "), " << stats_.resumed << " skipped as already done; "
             << stats_.output_tokens << " output tokens in " << format_duration(stats_.elapsed_s) << std::endl;
   return 0;

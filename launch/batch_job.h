@@ -20,7 +20,10 @@ namespace conveyor {
 struct BatchJobOptions {
   std::string input, output, errors;
   bool strict = false;
-  std::string model;                // path, recorded in the manifest and the results
+  std::string model;                // path, recorded in the manifest
+  // Names a request's `model` may give (--served-model-name, else the --model path and its file name);
+  // the first is what a result names when its request gave none.
+  std::vector<std::string> served_model_names;
   std::string chat_template_name;   // --chat-template, "" to detect from the model
   std::string model_chat_template;  // the model's Jinja template, "" when it has none
 };
@@ -38,6 +41,7 @@ class BatchJob {
  private:
   void admit(Generator& engine);
   void record(const CompletionOutput& out, const Tokenizer* tok);
+  const std::string& served_name() const;
 
   BatchJobOptions opt_;
   double progress_interval_;

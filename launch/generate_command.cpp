@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launch/batch_job.h"
+#include "launch/chat_prompt.h"
 #include "launch/command.h"
 #include "launch/generate_options.h"
 #include "launch/pipeline_session.h"
@@ -27,32 +28,31 @@
 #include "runtime/model/spec.h"
 #include "runtime/tokenizer/chat_template.h"
 #include "runtime/tokenizer/loading.h"
+#include "stages/layout_plan.h"
+#include "stages/stage_options.h"
 
 namespace po = boost::program_options;
 
 namespace conveyor {
 namespace {
 
-// --chat: the prompt as one user turn (after --system) of the ChatML template, the only one --chat knows.
-std::string chat_prompt(const Tokenizer* tok, const po::variables_map& vm, const std::string& user) {
-  CONVEYOR_CHECK(tok && tok->token_to_id("<|im_start|>") && tok->token_to_id("<|im_end|>"),
-                 "--chat knows the ChatML template (<|im_start|>/<|im_end|>), which this model's tokenizer lacks; "
-                 "write the template into --prompt yourself");
-  std::vector<ChatMessage> messages;
-  if (vm.count("system")) messages.push_back({"system", vm["system"].as<std::string>()});
-  messages.push_back({"user", user});
-  return ChatTemplate::by_name("chatml").render(messages, /*add_generation_prompt=*/true, "", "");
+// --chat: the prompt as one user turn (after --system), built exactly as a batch job's chat request.
+std::vector<int32_t> chat_ids(const Engine& engine, const po::variables_map& vm, const std::string& model_path) {
+  const std::string name = vm.count("chat-template") ? vm["chat-template"].as<std::string>() : "";
+  const ChatTemplateChoice chat = choose_chat_template(name, model_path.empty() ? "" : model_chat_template(model_path));
+  std::optional<std::string> system;
+  if (vm.count("system")) system = vm["system"].as<std::string>();
+  return chat_prompt_ids(chat, engine.tokenizer(), single_turn_chat(system, vm["prompt"].as<std::string>()));
 }
 
-std::vector<int32_t> prompt_ids(const Engine& engine, const po::variables_map& vm) {
-  CONVEYOR_CHECK(vm.count("prompt") != vm.count("prompt-ids"), "give exactly one of --prompt and --prompt-ids");
+std::vector<int32_t> prompt_ids(const Engine& engine, const po::variables_map& vm, const std::string& model_path) {
+  if (vm.count("prompt") == vm.count("prompt-ids")) CONVEYOR_THROW("give exactly one of --prompt and --prompt-ids");
   if (vm.count("prompt-ids")) {
-    CONVEYOR_CHECK(!vm.count("chat"), "--chat applies to a text --prompt, not --prompt-ids");
+    if (vm.count("chat")) CONVEYOR_THROW("--chat applies to a text --prompt, not --prompt-ids");
     return parse_token_ids(vm["prompt-ids"].as<std::string>(), "--prompt-ids");
   }
-  std::string text = vm["prompt"].as<std::string>();
-  if (vm.count("chat")) text = chat_prompt(engine.tokenizer(), vm, text);
-  return engine.encode(text);
+  if (vm.count("chat")) return chat_ids(engine, vm, model_path);
+  return engine.encode(vm["prompt"].as<std::string>());
 }
 
 void print_logprobs(const Engine& engine, const CompletionOutput& out) {
@@ -79,9 +79,9 @@ void write_summary(const std::string& path, const nlohmann::json& j) {
 }
 
 // The one prompt of --prompt / --prompt-ids, streamed to stdout.
-int run_prompt(const po::variables_map& vm, Engine& engine, const SamplingParams& params) {
+int run_prompt(const po::variables_map& vm, Engine& engine, const SamplingParams& params, const std::string& model_path) {
   Request req;
-  req.prompt_ids = prompt_ids(engine, vm);
+  req.prompt_ids = prompt_ids(engine, vm, model_path);
   req.params = params;
   req.label = "the prompt";
   bool ends_with_newline = true;
@@ -120,12 +120,17 @@ int run_generate_command(const Args& args, int* argc, char*** argv) {
               << desc;
     return 0;
   }
+  if (vm.count("input") && (vm.count("prompt") || vm.count("prompt-ids") || vm.count("chat"))) {
+    CONVEYOR_THROW("--input runs a batch file and --prompt/--prompt-ids/--chat run one prompt; give one of them, "
+                   "not both");
+  }
   Config cfg = config_from_options(vm);
   const bool dummy = cfg.get_string("model.load_format") == "dummy";
   const std::string model_path = cfg.get_string("model.path");
   CONVEYOR_CHECK(!model_path.empty() || (dummy && !cfg.get_string("model.config").empty()),
                  "no model given; pass --model <hf-dir|file.gguf> (or --load-format dummy with --set model.config=...)");
   const ModelSpec spec = load_model_spec(model_path.empty() ? cfg.get_string("model.config") : model_path);
+  check_layout(StageOptions::from_config(cfg), spec);  // as `conveyor plan` checks it, before any rank work
   apply_generation_defaults(spec, cfg);
   apply_sampling_flags(vm, cfg);
 
@@ -153,7 +158,7 @@ int run_generate_command(const Args& args, int* argc, char*** argv) {
     std::unique_ptr<ReplicaRouter> router;
     if (session.replicas() > 1) router = std::make_unique<ReplicaRouter>(engine, session.leaders());
     Generator& gen = router ? static_cast<Generator&>(*router) : engine;
-    status = batch ? batch->run(gen) : run_prompt(vm, engine, params);
+    status = batch ? batch->run(gen) : run_prompt(vm, engine, params, model_path);
     gen.shutdown();
   }
   // The other ranks stop serving, then every rank joins the timeline gather.

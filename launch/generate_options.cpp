@@ -17,7 +17,7 @@ struct SamplingFlag {
 };
 
 const SamplingFlag kSamplingFlags[] = {
-    {"max-tokens", "sampling.max_tokens", "tokens to generate"},
+    {"max-tokens", "sampling.max_tokens", "most tokens to generate (default: until EOS or the context limit)"},
     {"min-tokens", "sampling.min_tokens", "tokens before EOS or a stop may end the output"},
     {"temperature", "sampling.temperature", "0 = greedy"},
     {"top-p", "sampling.top_p", "nucleus mass in (0, 1]"},
@@ -34,7 +34,7 @@ po::options_description generate_options() {
   po::options_description desc("conveyor generate options");
   desc.add_options()("help,h", "show this help")("prompt", po::value<std::string>(), "prompt text")(
       "prompt-ids", po::value<std::string>(), "prompt as token ids, e.g. 1,2,3 (no tokenizer needed)")(
-      "chat", "wrap the prompt in the model's chat template (ChatML) as one user turn")(
+      "chat", "wrap the prompt in the model's chat template (or --chat-template) as one user turn, as a batch chat request")(
       "system", po::value<std::string>(), "system message for --chat")(
       "print-ids", "print the generated token ids as the last line of stdout")(
       "stop", po::value<std::vector<std::string>>()->composing(), "stop string (repeatable)")(
@@ -44,7 +44,9 @@ po::options_description generate_options() {
       "output", po::value<std::string>(), "batch job: results JSONL (appended; a rerun resumes)")(
       "errors", po::value<std::string>(), "batch job: per-line errors JSONL (default <output>.errors.jsonl)")(
       "strict", "batch job: abort before any work when a line is invalid")(
-      "chat-template", po::value<std::string>(), "batch job: chatml, llama3 or llama2 (default: from the model)");
+      "chat-template", po::value<std::string>(), "chatml, llama3 or llama2 (default: from the model)")(
+      "served-model-name", po::value<std::vector<std::string>>()->composing(),
+      "batch job: a name requests may give as 'model' (repeatable; default: the --model path and its file name)");
   for (const SamplingFlag& f : kSamplingFlags) desc.add_options()(f.flag, po::value<std::string>(), f.help);
   add_config_options(&desc);
   return desc;
@@ -91,7 +93,18 @@ BatchJobOptions batch_job_options(const Config& cfg, const po::variables_map& vm
   job.model = model_path.empty() ? cfg.get_string("model.config") : model_path;
   if (vm.count("chat-template")) job.chat_template_name = vm["chat-template"].as<std::string>();
   if (!model_path.empty()) job.model_chat_template = model_chat_template(model_path);
+  job.served_model_names = served_model_names(vm, job.model);
   return job;
+}
+
+std::vector<std::string> served_model_names(const po::variables_map& vm, const std::string& model) {
+  if (vm.count("served-model-name")) return vm["served-model-name"].as<std::vector<std::string>>();
+  std::string trimmed = model;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  const std::string file = trimmed.substr(trimmed.find_last_of('/') + 1);
+  std::vector<std::string> names = {model};
+  if (!file.empty() && file != model) names.push_back(file);
+  return names;
 }
 
 }  // namespace conveyor

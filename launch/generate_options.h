@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <boost/program_options.hpp>
 
@@ -31,5 +32,9 @@ SamplingParams prompt_sampling_params(const Config& cfg, const boost::program_op
 // model recorded as model_path (or model.config for dummy weights) and its chat template text.
 BatchJobOptions batch_job_options(const Config& cfg, const boost::program_options::variables_map& vm,
                                   const std::string& model_path);
+
+// --served-model-name's values, else the model path as given and its last component (vLLM serves the
+// --model string; the file name is what a user of a long cache path writes).
+std::vector<std::string> served_model_names(const boost::program_options::variables_map& vm, const std::string& model);
 
 }  // namespace conveyor

@@ -1,12 +1,13 @@
 // Entry point: dispatches to a subcommand and is the one place that catches conveyor::Error. A failure
-// is logged once with the rank prefix, and in a multi-rank job MPI_Abort ends every rank so no peer
-// waits forever on the one that failed.
+// is reported once per job (launch/fatal_error.h), and in a multi-rank job MPI_Abort ends every rank so
+// no peer waits forever on the one that failed.
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
 
 #include "launch/command.h"
+#include "launch/fatal_error.h"
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
 #include "runtime/dist/mpi_runtime.h"
@@ -24,6 +25,7 @@ const char* kUsage =
     "  bench      synthetic throughput or latency run (like vllm bench), any pp x tp layout\n"
     "  inspect    show a model's spec, tensors and tokenizer (HF directory or .gguf)\n"
     "  --version  print the version\n\n"
+    "--debug (with any command): an error also shows the failed check and its source line.\n"
     "Run `conveyor <command> --help` for the options of a command.\n";
 
 int dispatch(int argc, char** argv) {
@@ -51,15 +53,10 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool debug = conveyor::take_debug_flag(&argc, argv);
   try {
     return dispatch(argc, argv);
-  } catch (const conveyor::Error& e) {
-    std::fprintf(stderr, "conveyor: error: %s\n", e.what());
-    std::fflush(stderr);
-    conveyor::abort_job(1);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "conveyor: internal error [%s]: %s\n", conveyor::where_am_i().c_str(), e.what());
-    std::fflush(stderr);
-    conveyor::abort_job(70);
+  } catch (...) {
+    conveyor::report_fatal_and_exit(std::current_exception(), debug);
   }
 }

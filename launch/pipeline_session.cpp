@@ -15,6 +15,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/log.h"
+#include "runtime/dist/launch_env.h"
 
 namespace conveyor {
 
@@ -25,6 +26,19 @@ Layout layout_of(const Config& cfg) {
 }
 }  // namespace
 
+// Ranks on one host share its cores: without a count of its own each OpenMP runtime would take all
+// of them. OMP_NUM_THREADS, when set, is the user's choice and stays (below --set runtime.cpu_threads).
+void PipelineSession::set_cpu_threads(const Config& cfg, Backend backend) {
+  const int requested = static_cast<int>(cfg.get_int("runtime.cpu_threads"));
+  CpuThreads threads = choose_cpu_threads(requested, mpi_.local_size());
+  if (requested == 0 && std::getenv("OMP_NUM_THREADS")) threads = {omp_get_max_threads(), "OMP_NUM_THREADS"};
+  omp_set_num_threads(threads.count);
+  if (mpi_.rank() == 0) {
+    std::fprintf(stderr, "conveyor: %d rank(s), %s backend, %d CPU thread(s) per rank (%s)\n", mpi_.size(),
+                 backend_name(backend), threads.count, threads.source.c_str());
+  }
+}
+
 PipelineSession::PipelineSession(const Config& cfg, int* argc, char*** argv) : mpi_(argc, argv) {
   init_logging(mpi_.rank(), cfg.get_string("logging.level"));
   cfg.check_world_size(mpi_.size());
@@ -33,9 +47,7 @@ PipelineSession::PipelineSession(const Config& cfg, int* argc, char*** argv) : m
 
 void PipelineSession::start(const Config& cfg, const ModelSpec& spec) {
   const Backend backend = resolve_backend(cfg.get_string("runtime.backend"));
-  // CPU ranks on one host share its cores: without an explicit OMP_NUM_THREADS each would take all.
-  if (!std::getenv("OMP_NUM_THREADS") && mpi_.local_size() > 1)
-    omp_set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / mpi_.local_size()));
+  set_cpu_threads(cfg, backend);
   // The GPU must be current before NCCL communicators are made on it.
   device_ = make_device(backend, mpi_.local_rank());
   groups_ = make_process_groups(*world_, backend);

@@ -48,6 +48,8 @@ class PipelineSession {
   std::optional<PipelineUsage> finish(const std::string& trace_path);
 
  private:
+  void set_cpu_threads(const Config& cfg, Backend backend);
+
   MpiRuntime mpi_;
   std::unique_ptr<WorldConfig> world_;
   std::unique_ptr<Device> device_;  // this rank's GPU (current for its lifetime) or the host

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "runtime/core/error.h"
+#include "runtime/model/weights_layout.h"
 
 namespace conveyor {
 
@@ -40,6 +41,15 @@ std::vector<int64_t> LayoutPlan::layer_counts() const {
   return counts;
 }
 
+void check_layout(const StageOptions& opt, const ModelSpec& spec) {
+  check_tensor_parallel(spec, opt.tensor);
+  if (spec.layers < opt.pipeline) {
+    CONVEYOR_THROW(spec.source, " has ", spec.layers, " layers, fewer than the ", opt.pipeline,
+                   " pipeline stages asked for (parallel.pipeline); use at most ", spec.layers, " stages");
+  }
+  if (!opt.partition.empty()) check_partition(opt.partition, opt.pipeline, spec.layers);
+}
+
 LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const DeviceCeilings& dev, int64_t context) {
   LayoutPlan p;
   p.workload.batch = opt.max_num_seqs;
@@ -49,8 +59,7 @@ LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const Dev
   p.workload.micro_batches = opt.micro_batches;
   CONVEYOR_CHECK(p.workload.batch >= 1 && context >= 1, "the planned batch (", p.workload.batch, ") and context (",
                  context, ") must be >= 1");
-  CONVEYOR_CHECK(spec.layers >= opt.pipeline, spec.source, " has ", spec.layers, " layers, fewer than the ",
-                 opt.pipeline, " pipeline stages asked for (parallel.pipeline)");
+  check_layout(opt, spec);
   p.partition = plan_partition(spec, p.workload, dev, opt.partition);
   return p;
 }

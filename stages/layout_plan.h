@@ -37,7 +37,12 @@ struct LayoutPlan {
   std::vector<int64_t> layer_counts() const;
 };
 
-// The workload and split for `opt` on `dev`. `context`: the mean KV length the costs assume (the
+// The one check of a layout against a model, for `conveyor plan`, `conveyor generate` and bench alike:
+// tp must split the heads and KV heads (check_tensor_parallel), pp <= layers, a given partition one
+// count >= 1 per stage summing to the layers. Throws naming the numbers and what to pick instead.
+void check_layout(const StageOptions& opt, const ModelSpec& spec);
+
+// The workload and split for `opt` on `dev` (check_layout first). `context`: the mean KV length the costs assume (the
 // run plans with the cost model's default; `conveyor plan --context` may ask for another).
 LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const DeviceCeilings& dev,
                        int64_t context = Workload{}.context);

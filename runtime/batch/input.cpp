@@ -4,13 +4,17 @@
 #include "runtime/batch/input.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "runtime/batch/request_fields.h"
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
+#include "runtime/tokenizer/utf8.h"
 
 namespace conveyor {
 
@@ -114,6 +118,7 @@ void read_body(const json& body, const BatchInputOptions& options, BatchRequest*
     r->model = model->get<std::string>();
   }
   r->sampling = SamplingParams::from_json(body, options.defaults);
+  r->ignored_fields = check_body_fields(body);
 }
 
 void read_openai_line(const json& j, const BatchInputOptions& options, BatchRequest* r) {
@@ -152,9 +157,27 @@ void read_plain_line(const json& j, const BatchInputOptions& options, BatchReque
   read_body(j, options, r);
 }
 
+// A line that is not valid UTF-8 fails, but its custom_id is usually readable: parse a lossy copy and
+// keep the id when the raw line holds it byte for byte (an id with the bad bytes in it is not recovered).
+BatchLineError invalid_utf8_error(const std::string& text, size_t bad, int64_t line) {
+  std::optional<std::string> id;
+  const json j = json::parse(utf8_lossy(text), nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("custom_id") && j["custom_id"].is_string()) {
+    const std::string s = j["custom_id"].get<std::string>();
+    if (!s.empty() && text.find(json(s).dump()) != std::string::npos) id = s;
+  }
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[bad]));
+  return BatchLineError{line, id, detail::concat("the line is not valid UTF-8 (byte ", byte, " at column ", bad + 1,
+                                                 "); write the request as UTF-8 JSON")};
+}
+
 // Parses one non-blank line; on failure returns the error with the custom_id when one was readable.
 std::optional<BatchLineError> parse_line(const std::string& text, const BatchInputOptions& options,
                                          BatchRequest* r) {
+  if (const size_t bad = utf8_first_invalid(text); bad != std::string::npos) {
+    return invalid_utf8_error(text, bad, r->line);
+  }
   json j;
   try {
     j = json::parse(text);
@@ -231,6 +254,8 @@ BatchInput parse_batch_input(std::istream& in, const BatchInputOptions& options)
     }
   }
   reject_duplicates(&input);
+  for (const BatchRequest& r : input.requests)
+    for (const std::string& f : r.ignored_fields) ++input.ignored_fields[f];
   if (options.strict && !input.errors.empty()) {
     std::vector<std::string> shown;
     for (size_t i = 0; i < input.errors.size() && i < kStrictErrorsShown; ++i) {
@@ -244,6 +269,11 @@ BatchInput parse_batch_input(std::istream& in, const BatchInputOptions& options)
 }
 
 BatchInput read_batch_input(const std::string& path, BatchInputOptions options) {
+  std::error_code ec;
+  // A directory opens as a stream that reads nothing: it would pass for an empty input.
+  if (std::filesystem::is_directory(path, ec)) {
+    CONVEYOR_THROW("the batch input '", path, "' is a directory; --input names a JSONL file of requests");
+  }
   std::ifstream in(path, std::ios::binary);
   CONVEYOR_CHECK(in.good(), "cannot open the batch input '", path, "'; check the --input path");
   options.origin = path;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@ struct BatchRequest {
   std::vector<int32_t> prompt_ids;   // completions with a token-id prompt (then prompt_text is "")
   std::vector<ChatMessage> messages; // chat completions
   SamplingParams sampling;
+  std::vector<std::string> ignored_fields;  // body fields that change nothing here (check_body_fields)
 
   bool prompt_is_ids() const { return !prompt_ids.empty(); }
 };
@@ -42,6 +44,7 @@ struct BatchInput {
   std::vector<BatchRequest> requests;  // in input order
   std::vector<BatchLineError> errors;  // in line order
   int64_t lines = 0;                   // lines read, blank ones included
+  std::map<std::string, int64_t> ignored_fields;  // field -> requests that carried it, for the summary
 };
 
 struct BatchInputOptions {

@@ -206,6 +206,13 @@ BatchOutputWriter::BatchOutputWriter(BatchOutputOptions options) : options_(std:
   if (options_.errors_path.empty()) options_.errors_path = options_.output_path + ".errors.jsonl";
   CONVEYOR_CHECK(options_.errors_path != options_.output_path, "the error file and the output are the same file '",
                  options_.output_path, "'; give a different --errors path");
+  for (const std::string* path : {&options_.output_path, &options_.errors_path}) {
+    struct stat st {};
+    if (::stat(path->c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      CONVEYOR_THROW("the ", path == &options_.output_path ? "output" : "error file", " '", *path,
+                     "' is a directory; name a file, e.g. '", *path, "/results.jsonl'");
+    }
+  }
   lock_ = OutputLock(options_.output_path);  // before anything of the job's files is read or written
   check_or_write_manifest(options_);
   output_.path = options_.output_path;

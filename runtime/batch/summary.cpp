@@ -34,7 +34,8 @@ nlohmann::json batch_summary_json(const BatchJobStats& s, const nlohmann::json& 
                       {"total_tokens_per_second", static_cast<double>(s.prompt_tokens + s.output_tokens) / t},
                       {"ttft_s", percentiles(s.ttft_s)},
                       {"tpot_s", percentiles(s.tpot_s)},
-                      {"preemptions", s.preemptions}};
+                      {"preemptions", s.preemptions},
+                      {"ignored_fields", s.ignored_fields}};
   if (!pipeline.is_null()) j["pipeline"] = pipeline;
   return j;
 }

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -16,10 +18,11 @@ struct BatchJobStats {
   double elapsed_s = 0;
   std::vector<double> ttft_s, tpot_s;  // per request with output (tpot: with two or more tokens)
   bool interrupted = false;
+  std::map<std::string, int64_t> ignored_fields;  // request field -> requests that carried it
 };
 
 // The --summary JSON: counts, rates (per second of elapsed_s), TTFT/TPOT {p50, p90, p99, count}, and
-// `pipeline` (the usage summary with per-stage busy/bubble %) when not null.
+// `pipeline` (the usage summary with per-stage busy/bubble %) when not null, and `ignored_fields`.
 nlohmann::json batch_summary_json(const BatchJobStats& stats, const nlohmann::json& pipeline);
 
 }  // namespace conveyor

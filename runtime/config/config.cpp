@@ -261,7 +261,7 @@ void Config::validate() const {
         CONVEYOR_THROW("config key 'parallel.partition' (set by ", part.origin, "): stage ", s, " gets ",
                        part.list[s], " layers; every stage needs at least one");
   }
-  if (get_int("sampling.min_tokens") > get_int("sampling.max_tokens"))
+  if (get_int("sampling.max_tokens") > 0 && get_int("sampling.min_tokens") > get_int("sampling.max_tokens"))
     CONVEYOR_THROW("sampling.min_tokens (", get_int("sampling.min_tokens"), ", set by ",
                    value("sampling.min_tokens").origin, ") must not exceed sampling.max_tokens (",
                    get_int("sampling.max_tokens"), ", set by ", value("sampling.max_tokens").origin, ")");

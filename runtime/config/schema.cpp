@@ -67,7 +67,8 @@ std::vector<KeySpec> build_schema() {
       ranged(key("sampling.top_p", VT::kFloat, "1.0", "nucleus mass"), 0.0, 1.0, true),
       ranged(key("sampling.top_k", VT::kInt, "0", "keep the k most likely (0 or -1: off)"), -1, 1 << 24),
       ranged(key("sampling.min_p", VT::kFloat, "0.0", "drop tokens below min_p * p(max)"), 0.0, 1.0),
-      ranged(key("sampling.max_tokens", VT::kInt, "16", "tokens to generate"), 1, 1 << 24),
+      ranged(key("sampling.max_tokens", VT::kInt, "0",
+                 "most tokens to generate (0: no limit, until EOS, a stop or the context limit)"), 0, 1 << 24),
       ranged(key("sampling.min_tokens", VT::kInt, "0", "tokens before EOS/stop may end"), 0, 1 << 24),
       ranged(key("sampling.repetition_penalty", VT::kFloat, "1.0", "> 1 discourages repeats"), 0.0, 1e6, true),
       ranged(key("sampling.presence_penalty", VT::kFloat, "0.0", ""), -2.0, 2.0),
@@ -95,6 +96,9 @@ std::vector<KeySpec> build_schema() {
       ranged(key("runtime.profile_step", VT::kInt, "-1",
                  "bracket this step with cudaProfilerStart/Stop, for `ncu --profile-from-start off`; -1: never"),
              -1, 9.2e18),
+      ranged(key("runtime.cpu_threads", VT::kInt, "0",
+                 "OpenMP threads per rank (0: the CPUs Slurm or mpirun gave the rank, else the host's shared "
+                 "by its ranks)"), 0, 1 << 16),
       ranged(key("runtime.watchdog_timeout", VT::kFloat, "300",
                  "seconds a blocking wait may take before the watchdog aborts the job; 0 disables"), 0.0, 1e7),
   };

@@ -32,14 +32,19 @@ std::string where_am_i() {
   return s;
 }
 
-Error::Error(const std::string& what, const char* file, int line)
-    : std::runtime_error(what + " [" + where_am_i() + ", " + file + ":" + std::to_string(line) + "]"),
-      message_(what),
+Error::Error(const std::string& message, const char* file, int line, std::string expression)
+    : std::runtime_error(message + " [" + where_am_i() + ", " + file + ":" + std::to_string(line) + "]"),
+      message_(message),
+      expression_(std::move(expression)),
       file_(file),
       line_(line) {}
 
 void throw_error(const std::string& message, const char* file, int line) {
   throw Error(message, file, line);
+}
+
+void throw_check_error(const char* expression, const std::string& message, const char* file, int line) {
+  throw Error(message.empty() ? std::string("check failed: ") + expression : message, file, line, expression);
 }
 
 }  // namespace conveyor

@@ -24,18 +24,25 @@ std::string where_am_i();
 
 class Error : public std::runtime_error {
  public:
-  Error(const std::string& what, const char* file, int line);
-  const std::string& message() const { return message_; }  // without the location suffix
+  // what() is the message plus " [rank .. on host .., file:line]"; expression is a failed check's
+  // source text ("" for CONVEYOR_THROW), kept out of the message: users read the message, `--debug`
+  // adds the expression.
+  Error(const std::string& message, const char* file, int line, std::string expression = "");
+  const std::string& message() const { return message_; }  // what was wrong: no expression, no location
+  const std::string& expression() const { return expression_; }
   const char* file() const { return file_; }
   int line() const { return line_; }
 
  private:
   std::string message_;
+  std::string expression_;
   const char* file_;
   int line_;
 };
 
 [[noreturn]] void throw_error(const std::string& message, const char* file, int line);
+// A failed CONVEYOR_CHECK: a check without a message reads "check failed: <expression>".
+[[noreturn]] void throw_check_error(const char* expression, const std::string& message, const char* file, int line);
 
 namespace detail {
 // Builds a message from stream-able pieces: CONVEYOR_CHECK(x > 0, "x is ", x).
@@ -60,9 +67,8 @@ std::string concat(const Args&... args) {
 #define CONVEYOR_CHECK(cond, ...)                                                           \
   do {                                                                                      \
     if (!(cond)) {                                                                          \
-      ::conveyor::throw_error(                                                              \
-          ::conveyor::detail::concat("check failed: " #cond " — ", ##__VA_ARGS__), __FILE__, \
-          __LINE__);                                                                        \
+      ::conveyor::throw_check_error(#cond, ::conveyor::detail::concat(__VA_ARGS__), __FILE__, \
+                                    __LINE__);                                              \
     }                                                                                       \
   } while (0)
 

@@ -95,9 +95,14 @@ void Engine::add_request(Request request) {
   CONVEYOR_CHECK(!states_.count(request.id), "request id ", request.id, " is already running; ids must be unique");
   CONVEYOR_CHECK(tokenizer_ || request.params.stop.empty(), "request ", request.id,
                  ": stop strings need a tokenizer to match text, and the model has none; use stop_token_ids");
-  auto st = std::make_unique<RequestState>(request, eos_ids_, max_model_len_, tokenizer_.get());
+  // Without max_tokens the context limit ends the output; where the whole KV cache holds fewer tokens
+  // than max_model_len, the cache is that limit (vLLM refuses to start instead; a small CPU cache still runs).
+  const int64_t kv_tokens = static_cast<int64_t>(runner_->num_kv_blocks()) * runner_->block_size();
+  const int64_t context = max_model_len_ > 0 ? std::min(max_model_len_, kv_tokens) : kv_tokens;
+  const int64_t limit = request.params.max_tokens > 0 ? max_model_len_ : context;
+  auto st = std::make_unique<RequestState>(request, eos_ids_, limit, tokenizer_.get());
   st->seed = request_seed(request.params, seed_, request.index);
-  scheduler_.add(request.id, std::move(request.prompt_ids), max_sequence_len(request, max_model_len_));
+  scheduler_.add(request.id, std::move(request.prompt_ids), max_sequence_len(request, limit));
   states_.emplace(request.id, std::move(st));
 }
 

@@ -31,10 +31,18 @@ void validate_request(const Request& request, int64_t vocab, int64_t max_model_l
   CONVEYOR_CHECK(prompt_len + room <= max_model_len, who, ": the prompt has ", prompt_len,
                  " tokens and needs room for ", room, " generated token(s), but max_model_len is ", max_model_len,
                  "; shorten the prompt to at most ", max_model_len - room, " tokens or raise --max-model-len");
+  // vLLM refuses this too: clamping would return a shorter output than asked for without a word.
+  const int64_t asked = request.params.max_tokens;
+  CONVEYOR_CHECK(asked == 0 || prompt_len + asked <= max_model_len, who, ": the prompt has ", prompt_len,
+                 " tokens and max_tokens is ", asked, ", ", prompt_len + asked, " in all, but max_model_len is ",
+                 max_model_len, "; lower max_tokens to at most ", max_model_len - prompt_len,
+                 " or leave it out to generate until EOS or the context limit");
 }
 
 int64_t max_sequence_len(const Request& request, int64_t max_model_len) {
-  int64_t len = static_cast<int64_t>(request.prompt_ids.size()) + request.params.max_tokens;
+  const int64_t prompt_len = static_cast<int64_t>(request.prompt_ids.size());
+  if (request.params.max_tokens == 0) return max_model_len > 0 ? max_model_len : prompt_len + 1;
+  const int64_t len = prompt_len + request.params.max_tokens;
   return max_model_len > 0 ? std::min(len, max_model_len) : len;
 }
 

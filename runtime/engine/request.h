@@ -21,11 +21,13 @@ struct Request {
 };
 
 // Throws conveyor::Error naming the request and what to change: an empty prompt, a token id outside
-// [0, vocab), or a prompt that leaves no room (prompt + max(1, min_tokens) > max_model_len).
+// [0, vocab), a prompt that leaves no room (prompt + max(1, min_tokens) > max_model_len), or a
+// max_tokens the context cannot hold (prompt + max_tokens > max_model_len; never clamped).
 // max_model_len 0 means no limit. params must already be valid (SamplingParams::validate).
 void validate_request(const Request& request, int64_t vocab, int64_t max_model_len);
 
-// The longest the sequence can become: prompt + max_tokens, capped by max_model_len (0: no cap).
+// The longest the sequence can become: prompt + max_tokens, capped by max_model_len (0: no cap); with
+// no max_tokens, max_model_len itself (prompt + 1 when neither limits it).
 int64_t max_sequence_len(const Request& request, int64_t max_model_len);
 
 // Parses "1, 2,3" into token ids; `origin` names the flag or field in messages.

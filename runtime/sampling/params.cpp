@@ -163,11 +163,13 @@ std::optional<SamplingViolation> SamplingParams::first_violation() const {
   }
   if (auto v = check_penalty("presence_penalty", presence_penalty)) return v;
   if (auto v = check_penalty("frequency_penalty", frequency_penalty)) return v;
-  if (max_tokens < 1) return violation("max_tokens", detail::concat("max_tokens must be at least 1, got ", max_tokens));
+  if (max_tokens < 0) {
+    return violation("max_tokens", detail::concat("max_tokens must be at least 1 (or 0: no limit), got ", max_tokens));
+  }
   if (min_tokens < 0) {
     return violation("min_tokens", detail::concat("min_tokens must be greater than or equal to 0, got ", min_tokens));
   }
-  if (min_tokens > max_tokens) {
+  if (max_tokens > 0 && min_tokens > max_tokens) {
     return violation("min_tokens", detail::concat("min_tokens must be less than or equal to max_tokens=", max_tokens,
                                                   ", got ", min_tokens));
   }
@@ -203,9 +205,14 @@ SamplingParams SamplingParams::from_json(const nlohmann::json& body, const Sampl
   read_number(body, "repetition_penalty", &p.repetition_penalty);
   read_number(body, "presence_penalty", &p.presence_penalty);
   read_number(body, "frequency_penalty", &p.frequency_penalty);
-  read_int(body, "max_tokens", &p.max_tokens);
-  // Chat's newer name wins over the deprecated max_tokens, as in vLLM.
-  read_int(body, "max_completion_tokens", &p.max_tokens);
+  // Chat's newer name wins over the deprecated max_tokens, as in vLLM. A request that names a limit must
+  // name a real one: 0 would read as "no limit" here but is an error to vLLM and OpenAI.
+  for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+    if (const json* v = field(body, name)) {
+      p.max_tokens = as_int(name, *v);
+      if (p.max_tokens < 1) CONVEYOR_THROW("request field '", name, "' must be at least 1, got ", p.max_tokens);
+    }
+  }
   read_int(body, "min_tokens", &p.min_tokens);
   read_stop(body, &p.stop);
   read_stop_token_ids(body, &p.stop_token_ids);

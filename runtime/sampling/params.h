@@ -37,8 +37,9 @@ struct SamplingParams {
   double repetition_penalty = 1.0;  // > 0; over prompt and output tokens
   double presence_penalty = 0.0;    // [-2, 2]; over output tokens
   double frequency_penalty = 0.0;   // [-2, 2]; over output tokens
-  int64_t max_tokens = 16;          // >= 1
-  int64_t min_tokens = 0;           // [0, max_tokens]
+  // 0: no limit, EOS, a stop or the context limit ends the output (vLLM's default); else >= 1.
+  int64_t max_tokens = 0;
+  int64_t min_tokens = 0;           // [0, max_tokens] when max_tokens is set
   std::vector<std::string> stop;    // stop strings, none empty
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;

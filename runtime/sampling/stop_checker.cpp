@@ -99,7 +99,7 @@ FinishReason StopChecker::append(int32_t token, const std::string& new_text) {
   }
   // Prompt + output reaching max_model_len leaves no position for another token's KV entry.
   if (max_model_len_ > 0 && prompt_len_ + num_tokens_ >= max_model_len_) reason_ = FinishReason::kLength;
-  if (num_tokens_ >= params_.max_tokens) reason_ = FinishReason::kLength;
+  if (params_.max_tokens > 0 && num_tokens_ >= params_.max_tokens) reason_ = FinishReason::kLength;
   return reason_;
 }
 

@@ -17,7 +17,7 @@ not json
 {"custom_id": "e", "method": "POST", "url": "/v1/completions", "body": {"prompt": "dup"}}
 JSONL
 run() { timeout 300 "${launch[@]}" "$bin" generate --model "$gguf" --input "$tmp/in.jsonl" --output "$tmp/out.jsonl" \
-  --num-gpu-blocks-override 256 --summary "$tmp/summary.json" "${layout[@]}" 2>"$tmp/err"; }
+  --num-gpu-blocks-override 256 --served-model-name smol --summary "$tmp/summary.json" "${layout[@]}" 2>"$tmp/err"; }
 run || { echo "FAIL: first run exited $?"; cat "$tmp/err"; exit 1; }
 run || { echo "FAIL: resume exited $?"; cat "$tmp/err"; exit 1; }
 python3 - "$tmp" <<'PY' || exit 1

@@ -83,6 +83,7 @@ struct Job {
     o.input = input;
     o.output = output;
     o.model = "fake-model";
+    o.served_model_names = {"fake-model", "m2"};
     return o;
   }
 };
@@ -154,6 +155,32 @@ TEST(BatchJob, WritesResultsAndErrorLinesAndCountsThem) {
   EXPECT_EQ(summary["completed"], 13);
   EXPECT_EQ(summary["failed"], 2);
   EXPECT_EQ(summary["ttft_s"]["count"], 13);
+}
+
+// A model the job does not serve fails its line as vLLM answers it; the error keeps the custom_id. An
+// empty input runs nothing and still succeeds.
+TEST(BatchJob, UnknownModelIsAnErrorLineAndAnEmptyInputRunsNothing) {
+  Job j = make_job("batch_job_model", 0);
+  std::ofstream(j.input) << json({{"custom_id", "g"}, {"method", "POST"}, {"url", "/v1/completions"},
+                                  {"body", {{"model", "gpt-9"}, {"prompt", {8, 9}}}}}).dump() << "\n"
+                         << json({{"model", "m2"}, {"prompt", {3}}}).dump() << "\n";
+  {
+    BatchJob job(Config(), j.options());
+    FakeGenerator gen;
+    ASSERT_EQ(job.run(gen), 0);
+    const std::vector<json> errors = read_lines(j.output + ".errors.jsonl");
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_EQ(errors[0]["custom_id"], "g");
+    EXPECT_EQ(errors[0]["response"]["body"]["error"]["message"].get<std::string>().rfind(
+                  "The model `gpt-9` does not exist.", 0), 0u) << errors[0];
+    EXPECT_EQ(read_lines(j.output).at(0)["response"]["body"]["model"], "m2");
+  }
+  Job empty = make_job("batch_job_empty", 0);
+  std::ofstream(empty.input).close();
+  BatchJob job(Config(), empty.options());
+  FakeGenerator gen;
+  EXPECT_EQ(job.run(gen), 0);
+  EXPECT_EQ(job.stats().total, 0);
 }
 
 // A rerun skips every request the output already answers, with a result or an error line alike (the

@@ -124,6 +124,20 @@ TEST(LayoutPlan, UserPartitionWinsAndIsChecked) {
   testing::expect_error([&] { plan_layout(o, llama3_70b(), DeviceCeilings{}); }, "fewer than the 81 pipeline stages");
 }
 
+// The one layout check of plan and generate: tp must split the 64 heads and 8 KV heads of Llama-3-70B.
+TEST(LayoutPlan, CheckLayoutRefusesTensorSplitsTheHeadsDoNotAllow) {
+  StageOptions o;
+  o.tensor = 3;
+  testing::expect_error([&] { check_layout(o, llama3_70b()); }, "tensor-parallel size 3 does not divide the 64");
+  testing::expect_error([&] { plan_layout(o, llama3_70b(), DeviceCeilings{}); }, "does not divide the 64");
+  o.tensor = 16;
+  EXPECT_NO_THROW(check_layout(o, llama3_70b()));  // 8 KV heads, each replicated twice
+  o.tensor = 1;
+  o.pipeline = 2;
+  o.partition = {10, 10};
+  testing::expect_error([&] { check_layout(o, llama3_70b()); }, "parallel.partition sums to 20");
+}
+
 TEST(LayoutPlan, CeilingsSource) {
   EXPECT_FALSE(planning_ceilings("").measured.any());
   const std::string path = testing::data_path("doctor_measured.json");

@@ -110,6 +110,36 @@ TEST(BatchInput, EachInvalidLineGetsItsReason) {
   EXPECT_EQ(*in.errors[3].custom_id, "t");
 }
 
+// A line with invalid UTF-8 fails, but keeps its custom_id when the id itself is readable.
+TEST(BatchInput, InvalidUtf8LineKeepsItsReadableCustomId) {
+  const std::string bad_prompt = openai("u8", "/v1/completions", {{"prompt", "caf__"}});
+  std::string line1 = bad_prompt;
+  line1.replace(line1.find("__"), 2, "\xC3\x28");
+  std::string line2 = openai("id__", "/v1/completions", {{"prompt", "x"}});
+  line2.replace(line2.find("__"), 2, "\xFF\xFE");
+  BatchInput in = parse(line1 + "\n" + line2 + "\n");
+  ASSERT_EQ(in.errors.size(), 2u);
+  ASSERT_TRUE(in.errors[0].custom_id.has_value());
+  EXPECT_EQ(*in.errors[0].custom_id, "u8");
+  EXPECT_NE(in.errors[0].reason.find("not valid UTF-8 (byte 0xc3 at column"), std::string::npos) << in.errors[0].reason;
+  EXPECT_FALSE(in.errors[1].custom_id.has_value());  // the id holds the bad bytes: not recovered
+}
+
+// Fields that change nothing here are counted per request for the summary; refused ones fail the line.
+TEST(BatchInput, IgnoredAndRefusedFields) {
+  BatchInput in = parse(openai("a", "/v1/completions", {{"prompt", "x"}, {"user", "u"}, {"metadata", {{"k", 1}}}}) +
+                        "\n" + openai("b", "/v1/chat/completions",
+                                       {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"user", "u"}}) +
+                        "\n" + openai("c", "/v1/completions", {{"prompt", "x"}, {"stream", true}}) + "\n" +
+                        R"({"prompt": "p", "n": 2})" "\n");
+  EXPECT_EQ(in.requests.size(), 2u);
+  EXPECT_EQ(in.ignored_fields, (std::map<std::string, int64_t>{{"metadata", 1}, {"user", 2}}));
+  ASSERT_EQ(in.errors.size(), 2u);
+  EXPECT_EQ(*in.errors[0].custom_id, "c");
+  EXPECT_NE(in.errors[0].reason.find("'stream' is not supported"), std::string::npos) << in.errors[0].reason;
+  EXPECT_NE(in.errors[1].reason.find("n must be 1"), std::string::npos) << in.errors[1].reason;
+}
+
 TEST(BatchInput, DuplicateCustomIdsAreAllErrors) {
   std::string text = openai("d", "/v1/completions", {{"prompt", "1"}}) + "\n" +
                      openai("x", "/v1/completions", {{"prompt", "2"}}) + "\n" +
@@ -155,6 +185,12 @@ TEST(BatchInput, ReadsFileAndNamesMissingOne) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("missing.jsonl"), std::string::npos);
+  }
+  try {
+    read_batch_input(dir, {});
+    FAIL() << "a directory was read as an empty input";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("is a directory"), std::string::npos) << e.message();
   }
 }
 

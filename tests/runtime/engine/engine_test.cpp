@@ -28,7 +28,8 @@ struct Built {
   FakeModelRunner* runner;
 };
 
-Built make_engine(int num_blocks = 256, int block_size = 16, bool with_tokenizer = true, int64_t max_seqs = 8) {
+Built make_engine(int num_blocks = 256, int block_size = 16, bool with_tokenizer = true, int64_t max_seqs = 8,
+                  int64_t max_model_len = 0) {
   auto tok = std::make_unique<Tokenizer>(Tokenizer::from_json_file(testing::data_path("tokenizer/sp_bpe.json")));
   tok->set_bos_eos(1, {kEos});
   auto runner = std::make_unique<FakeModelRunner>(tok->vocab_size(), num_blocks, block_size, std::vector<int64_t>{kEos});
@@ -37,6 +38,7 @@ Built make_engine(int num_blocks = 256, int block_size = 16, bool with_tokenizer
   opts.scheduler.max_num_seqs = max_seqs;
   opts.scheduler.max_num_batched_tokens = 64;
   opts.seed = 7;
+  opts.max_model_len = max_model_len;
   if (!with_tokenizer) tok.reset();
   return {std::make_unique<Engine>(std::move(runner), std::move(tok), opts), raw};
 }
@@ -77,6 +79,32 @@ TEST(Engine, MaxTokensEndsWithLength) {
   EXPECT_EQ(out.prompt_tokens, 9);
   EXPECT_EQ(out.text, b.engine->tokenizer()->decode(out.token_ids, true));
   EXPECT_FALSE(out.text.empty());
+}
+
+// No max_tokens: the output runs to the context limit (max_model_len, or the whole KV cache when that
+// is smaller), never to a hidden default of 16.
+TEST(Engine, NoMaxTokensRunsToTheContextLimit) {
+  Built b = make_engine(256, 16, true, 8, /*max_model_len=*/40);
+  CompletionOutput out = run_one(*b.engine, make_request(0, random_prompt(2, 9), greedy(0)));
+  EXPECT_EQ(out.finish_reason, FinishReason::kLength);
+  EXPECT_EQ(out.completion_tokens, 40 - 9);
+  Built small = make_engine(4, 8);  // 32 token slots, max_model_len 4096 from the model
+  out = run_one(*small.engine, make_request(1, random_prompt(3, 10), greedy(0)));
+  EXPECT_EQ(out.finish_reason, FinishReason::kLength) << out.error;
+  EXPECT_EQ(out.completion_tokens, 32 - 10);
+}
+
+// A max_tokens the context cannot hold is refused naming both numbers (as vLLM), never clamped.
+TEST(Engine, MaxTokensBeyondTheContextIsRefused) {
+  Built b = make_engine(256, 16, true, 8, /*max_model_len=*/40);
+  try {
+    b.engine->add_request(make_request(0, random_prompt(4, 9), greedy(32)));
+    ADD_FAILURE() << "prompt 9 + max_tokens 32 accepted under max_model_len 40";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("the prompt has 9 tokens and max_tokens is 32, 41 in all, but max_model_len is 40"),
+              std::string::npos) << e.message();
+  }
+  EXPECT_EQ(run_one(*b.engine, make_request(1, random_prompt(4, 9), greedy(31))).completion_tokens, 31);
 }
 
 TEST(Engine, StopStringCutsTextAndStreamingConcatenatesToFinalText) {

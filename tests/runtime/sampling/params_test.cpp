@@ -68,10 +68,11 @@ TEST(SamplingParamsTest, EveryInvalidValueIsRejectedByName) {
        "frequency_penalty must be in [-2, 2], got -3"},
       {"frequency_penalty nan", [&](SamplingParams& p) { p.frequency_penalty = nan; }, "frequency_penalty",
        "frequency_penalty must be in [-2, 2], got nan"},
-      {"max_tokens=0", [](SamplingParams& p) { p.max_tokens = 0; }, "max_tokens", "max_tokens must be at least 1, got 0"},
+      {"max_tokens<0", [](SamplingParams& p) { p.max_tokens = -1; }, "max_tokens",
+       "max_tokens must be at least 1 (or 0: no limit), got -1"},
       {"min_tokens<0", [](SamplingParams& p) { p.min_tokens = -1; }, "min_tokens",
        "min_tokens must be greater than or equal to 0, got -1"},
-      {"min_tokens>max_tokens", [](SamplingParams& p) { p.min_tokens = 17; }, "min_tokens",
+      {"min_tokens>max_tokens", [](SamplingParams& p) { p.max_tokens = 16; p.min_tokens = 17; }, "min_tokens",
        "min_tokens must be less than or equal to max_tokens=16, got 17"},
       {"stop empty", [](SamplingParams& p) { p.stop = {"a", ""}; }, "stop",
        "stop cannot contain an empty string (index 1)"},
@@ -215,6 +216,9 @@ TEST(SamplingParamsTest, FromJsonTypeErrorsNameTheField) {
       {R"({"logprobs": true, "top_logprobs": 25})", "logprobs must be in [0, 20], got 25"},
       {R"({"stop": ""})", "stop cannot contain an empty string (index 0)"},
       {R"({"max_tokens": 4, "min_tokens": 5})", "min_tokens must be less than or equal to max_tokens=4, got 5"},
+      // 0 is "no limit" only as the default; a request naming a limit names a real one (as vLLM).
+      {R"({"max_tokens": 0})", "request field 'max_tokens' must be at least 1, got 0"},
+      {R"({"max_completion_tokens": -3})", "request field 'max_completion_tokens' must be at least 1, got -3"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.body);
@@ -227,7 +231,7 @@ TEST(SamplingParamsTest, FromConfigReadsSamplingKeys) {
   Config config;
   SamplingParams defaults = SamplingParams::from_config(config);
   EXPECT_DOUBLE_EQ(defaults.temperature, 1.0);
-  EXPECT_EQ(defaults.max_tokens, 16);
+  EXPECT_EQ(defaults.max_tokens, 0);  // no limit, as vLLM: EOS, a stop or the context ends the output
   config.set("sampling.temperature", "0.3", "--temperature");
   config.set("sampling.top_p", "0.8", "--top-p");
   config.set("sampling.top_k", "12", "--top-k");

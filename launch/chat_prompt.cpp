@@ -1,0 +1,22 @@
+// Chat prompt ids (see chat_prompt.h).
+#include "launch/chat_prompt.h"
+
+#include "runtime/core/error.h"
+
+namespace conveyor {
+
+std::vector<int32_t> chat_prompt_ids(const ChatTemplateChoice& chat, const Tokenizer* tok,
+                                     const std::vector<ChatMessage>& messages) {
+  if (!chat.chosen) CONVEYOR_THROW("chat request, but no chat template: ", chat.why_none);
+  if (!tok) CONVEYOR_THROW("chat request, but the model has no tokenizer");
+  return encode_chat(*chat.chosen, *tok, messages);
+}
+
+std::vector<ChatMessage> single_turn_chat(const std::optional<std::string>& system, const std::string& user) {
+  std::vector<ChatMessage> messages;
+  if (system) messages.push_back({"system", *system});
+  messages.push_back({"user", user});
+  return messages;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,23 @@
+// Chat prompts as token ids: the one builder of `conveyor generate --chat` and of a batch job's chat
+// requests, so the same messages give the same ids on both paths. The template is the job's choice
+// (--chat-template, else the model's own, default system prompt included), rendered with the
+// generation prompt and encoded by the model's tokenizer (encode_chat).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/tokenizer/chat_template.h"
+
+namespace conveyor {
+
+// Throws an Error saying what is missing (no template: chat.why_none; no tokenizer), which a batch job
+// turns into that line's error.
+std::vector<int32_t> chat_prompt_ids(const ChatTemplateChoice& chat, const Tokenizer* tok,
+                                     const std::vector<ChatMessage>& messages);
+
+// The conversation of --chat: the --system message when given, then the prompt as one user turn.
+std::vector<ChatMessage> single_turn_chat(const std::optional<std::string>& system, const std::string& user);
+
+}  // namespace conveyor
