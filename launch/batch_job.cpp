@@ -131,13 +131,15 @@ int BatchJob::run(Generator& engine) {
   snap.resumed = stats_.resumed;
   ProgressReporter progress(std::cerr, isatty(STDERR_FILENO) != 0, progress_interval_, true);
   const auto t0 = std::chrono::steady_clock::now();
+  const int64_t generated_before = engine.generated_tokens();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   while (engine.has_unfinished() && !stop_requested()) {
     for (const CompletionOutput& out : engine.step()) record(out, engine.tokenizer());
     writer.sync_if_due();
     snap.done = stats_.done;
     snap.failed = stats_.failed;
-    snap.output_tokens = stats_.output_tokens;
+    snap.output_tokens = engine.generated_tokens() - generated_before;
+    snap.finished_output_tokens = stats_.output_tokens;
     snap.elapsed_s = elapsed();
     progress.update(snap, snap.elapsed_s);
   }

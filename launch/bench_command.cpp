@@ -1,8 +1,9 @@
 // `conveyor bench throughput|latency`: synthetic runs like `vllm bench throughput|latency` on any pp x tp
 // layout under mpirun/srun (the leader drives the engine, the other ranks serve). Prompts are random
 // token ids from runtime.seed; EOS is ignored and decoding is greedy, so every request produces exactly
-// its max_tokens. Rank 0 prints vLLM's summary line and writes --output-json with vLLM's field names
-// plus the layout, per-stage usage, TTFT/TPOT, KV and preemptions, peak memory and the roofline share.
+// its max_tokens. Rank 0 prints the result block to stdout (vLLM's lines in vLLM's order first) and
+// writes --output-json with vLLM's field names plus the layout, per-stage usage, TTFT/TPOT, KV and
+// preemptions, peak memory and the roofline share against the device it ran on.
 #include <sys/resource.h>
 
 #include <mpi.h>
@@ -29,6 +30,7 @@
 #include "runtime/engine/engine.h"
 #include "runtime/engine/request.h"
 #include "runtime/model/spec.h"
+#include "stages/cpu_ceilings.h"
 #include "stages/partitioner.h"
 #include "stages/pipeline_stage.h"
 
@@ -176,11 +178,30 @@ json ttft_tpot(const std::vector<TimedRun>& runs) {
   return {{"ttft_s", distribution(ttft)}, {"tpot_s", distribution(tpot)}};
 }
 
-// The run's lower bound on H200s (see docs/bench.md): model FLOPs and bytes of an ideal bf16 run of the
-// same requests over all GPUs' combined peaks; share = that time / the measured time.
-json roofline(const ModelSpec& s, const TimedRun& run, double elapsed_s, int gpus, int64_t max_num_seqs) {
-  const DeviceCeilings dev;
-  const double kDtypeBytes = 2;  // bf16 weights and KV
+// The device a roofline is drawn against: on the CPU backend this host's measured ceilings (fp32
+// weights and KV, as the CPU backend runs), on CUDA the planner's GPU peaks (H200, bf16).
+struct RooflineDevice {
+  std::string name;
+  double flops = 0, bandwidth = 0, dtype_bytes = 2;
+};
+
+RooflineDevice roofline_device(Backend backend) {
+  if (backend == Backend::kCpu) {
+    const CpuCeilings c = measure_cpu_ceilings();
+    char name[160];
+    std::snprintf(name, sizeof name, "this host's CPU (measured: %.1f GB/s triad, %.1f GFLOP/s matmul_ref, fp32)",
+                  c.bandwidth / 1e9, c.flops / 1e9);
+    return {name, c.flops, c.bandwidth, 4};
+  }
+  const DeviceCeilings d;
+  return {"H200 peaks (bf16)", d.flops, d.bandwidth, 2};
+}
+
+// The run's lower bound on `dev` (see docs/bench.md): model FLOPs and bytes of an ideal run of the same
+// requests over all ranks' combined ceilings; share = that time / the measured time.
+json roofline(const ModelSpec& s, const TimedRun& run, double elapsed_s, int gpus, int64_t max_num_seqs,
+              const RooflineDevice& dev) {
+  const double kDtypeBytes = dev.dtype_bytes;
   const double L = static_cast<double>(s.layers);
   const double head_params = static_cast<double>(s.vocab) * s.hidden;
   const double weight_bytes = (L * layer_params(s) + head_params) * kDtypeBytes;  // per pass; embedding rows only
@@ -201,12 +222,12 @@ json roofline(const ModelSpec& s, const TimedRun& run, double elapsed_s, int gpu
   const double compute_s = flops / (gpus * dev.flops);
   const double memory_s = (passes * weight_bytes + kv_bytes) / (gpus * dev.bandwidth);
   const double t = std::max(compute_s, memory_s);
-  return {{"peak_tflops_per_gpu", dev.flops / 1e12}, {"peak_bandwidth_tb_s_per_gpu", dev.bandwidth / 1e12},
-          {"gpus", gpus}, {"dtype_bytes", kDtypeBytes}, {"model_flops", flops}, {"weight_bytes_per_pass", weight_bytes},
+  return {{"device", dev.name}, {"peak_tflops_per_gpu", dev.flops / 1e12},
+          {"peak_bandwidth_tb_s_per_gpu", dev.bandwidth / 1e12}, {"gpus", gpus}, {"dtype_bytes", kDtypeBytes}, {"model_flops", flops}, {"weight_bytes_per_pass", weight_bytes},
           {"weight_passes", passes}, {"kv_read_bytes", kv_bytes}, {"compute_time_s", compute_s},
           {"memory_time_s", memory_s}, {"time_s", t}, {"bound", compute_s > memory_s ? "compute" : "memory"},
           {"output_tokens_per_s", output_tokens / t}, {"share", t / elapsed_s},
-          {"method", "ideal bf16 run of the same requests at batch min(max_num_seqs, requests) over all GPUs: "
+          {"method", "ideal run of the same requests at batch min(max_num_seqs, requests) over all GPUs: "
                      "max(FLOPs / (gpus * peak FLOP/s), (weight passes * weight bytes + KV read) / (gpus * peak "
                      "bandwidth)); FLOPs = 2 * layer params * fed tokens + 2 * LM head * outputs + attention "
                      "4 * heads * head_dim per (token, key); one weight pass per decode step and per prefill wave"}};
@@ -253,10 +274,6 @@ json run_throughput(Engine& engine, const BenchSpec& b, std::mt19937_64& rng, st
   const Totals t = totals(runs->back());
   const double e = runs->back().elapsed_s;
   const int64_t total = t.prompt_tokens + t.output_tokens;
-  std::printf("Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s\n", t.requests / e, total / e,
-              t.output_tokens / e);
-  std::fprintf(stderr, "Total num prompt tokens:  %lld\nTotal num output tokens:  %lld\n",
-               static_cast<long long>(t.prompt_tokens), static_cast<long long>(t.output_tokens));
   return {{"elapsed_time", e}, {"num_requests", t.requests}, {"total_num_tokens", total},
           {"requests_per_second", t.requests / e}, {"tokens_per_second", total / e},
           {"total_prompt_tokens", t.prompt_tokens}, {"total_output_tokens", t.output_tokens},
@@ -277,16 +294,34 @@ json run_latency(Engine& engine, const BenchSpec& b, std::mt19937_64& rng, std::
   double sum = 0;
   for (double l : latencies) sum += l;
   const double avg = sum / static_cast<double>(latencies.size());
-  std::printf("Avg latency: %.6f seconds\n", avg);
   json pct = json::object();
-  for (int p : {10, 25, 50, 75, 90, 99}) {
-    pct[std::to_string(p)] = percentile(latencies, p / 100.0);
-    std::printf("%d%% percentile latency: %.6f seconds\n", p, percentile(latencies, p / 100.0));
-  }
+  for (int p : {10, 25, 50, 75, 90, 99}) pct[std::to_string(p)] = percentile(latencies, p / 100.0);
   const Totals t = totals(runs->back());
   return {{"avg_latency", avg}, {"latencies", latencies}, {"percentiles", pct}, {"batch_size", b.batch_size},
           {"num_iters", b.iters}, {"num_iters_warmup", b.warmup},
           {"output_tokens_per_second", static_cast<double>(t.output_tokens) / avg}};
+}
+
+// The result block on stdout, vLLM's lines first in vLLM's order, then what conveyor adds.
+void print_result(const json& out, const std::optional<PipelineUsage>& usage) {
+  if (out["mode"] == "throughput") {
+    std::printf("Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s\n",
+                out["requests_per_second"].get<double>(), out["tokens_per_second"].get<double>(),
+                out["output_tokens_per_second"].get<double>());
+    std::printf("Total num prompt tokens:  %lld\nTotal num output tokens:  %lld\n",
+                out["total_prompt_tokens"].get<long long>(), out["total_output_tokens"].get<long long>());
+  } else {
+    std::printf("Avg latency: %.6f seconds\n", out["avg_latency"].get<double>());
+    for (const auto& [p, v] : out["percentiles"].items())
+      std::printf("%s%% percentile latency: %.6f seconds\n", p.c_str(), v.get<double>());
+  }
+  if (usage) std::cout << format_usage(*usage) << std::flush;
+  const json& r = out["roofline"];
+  std::printf("TTFT p50 %.4f s, TPOT p50 %.4f s; %lld preemptions\nRoofline: %.1f%% of %s, %s-bound\n",
+              out["ttft_s"]["p50"].get<double>(), out["tpot_s"]["p50"].get<double>(),
+              out["kv_cache"]["preemptions"].get<long long>(), 100.0 * r["share"].get<double>(),
+              r["device"].get<std::string>().c_str(), r["bound"].get<std::string>().c_str());
+  std::fflush(stdout);
 }
 
 // What a bench run adds to vLLM's fields (rank 0).
@@ -320,8 +355,10 @@ void add_details(json& out, const Details& d) {
                      {"plans", d.engine.scheduler_stats().plans}};
   out["peak_memory"] = {{"host_max_rss_bytes", d.rss}};
   out["output_tokens_per_second_per_gpu"] = out["output_tokens_per_second"].get<double>() / gpus;
-  out["roofline"] = roofline(d.spec, d.runs.back(), elapsed, gpus, cfg.get_int("scheduler.max_num_seqs"));
-  out["backend"] = backend_name(resolve_backend(cfg.get_string("runtime.backend")));
+  const Backend backend = resolve_backend(cfg.get_string("runtime.backend"));
+  out["roofline"] = roofline(d.spec, d.runs.back(), elapsed, gpus, cfg.get_int("scheduler.max_num_seqs"),
+                             roofline_device(backend));
+  out["backend"] = backend_name(backend);
   out["model"] = {{"shape", d.spec.source}, {"load_format", cfg.get_string("model.load_format")},
                   {"dtype", cfg.get_string("model.dtype")}};
   out["workload"] = {{"input_len", d.bench.input_len}, {"output_len", d.bench.output_len},
@@ -382,12 +419,7 @@ int run_bench_command(const Args& args, int* argc, char*** argv) {
   const std::vector<long long> rss = gather_peak_rss();
 
   add_details(out, Details{cfg, spec, session, engine, b, usage, rss, runs, args});
-
-  if (usage) std::cerr << format_usage(*usage);
-  std::fprintf(stderr, "TTFT p50 %.4f s, TPOT p50 %.4f s; %lld preemptions; roofline share %.1f%% (%s-bound)\n",
-               out["ttft_s"]["p50"].get<double>(), out["tpot_s"]["p50"].get<double>(),
-               static_cast<long long>(engine.scheduler_stats().preemptions),
-               100.0 * out["roofline"]["share"].get<double>(), out["roofline"]["bound"].get<std::string>().c_str());
+  print_result(out, usage);
   if (vm.count("output-json")) {
     const std::string path = vm["output-json"].as<std::string>();
     std::ofstream f(path);

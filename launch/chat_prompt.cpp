@@ -12,11 +12,13 @@ std::vector<int32_t> chat_prompt_ids(const ChatTemplateChoice& chat, const Token
   return encode_chat(*chat.chosen, *tok, messages);
 }
 
-std::vector<ChatMessage> single_turn_chat(const std::optional<std::string>& system, const std::string& user) {
+std::vector<int32_t> single_turn_chat_ids(const std::string& template_name, const std::string& model_template,
+                                          const Tokenizer* tok, const std::optional<std::string>& system,
+                                          const std::string& user) {
   std::vector<ChatMessage> messages;
   if (system) messages.push_back({"system", *system});
   messages.push_back({"user", user});
-  return messages;
+  return chat_prompt_ids(choose_chat_template(template_name, model_template), tok, messages);
 }
 
 }  // namespace conveyor

@@ -17,7 +17,10 @@ namespace conveyor {
 std::vector<int32_t> chat_prompt_ids(const ChatTemplateChoice& chat, const Tokenizer* tok,
                                      const std::vector<ChatMessage>& messages);
 
-// The conversation of --chat: the --system message when given, then the prompt as one user turn.
-std::vector<ChatMessage> single_turn_chat(const std::optional<std::string>& system, const std::string& user);
+// --chat: the --system message (when given), then `user` as one user turn, with the template that
+// choose_chat_template picks from --chat-template (`template_name`, "" for none) and the model's text.
+std::vector<int32_t> single_turn_chat_ids(const std::string& template_name, const std::string& model_template,
+                                          const Tokenizer* tok, const std::optional<std::string>& system,
+                                          const std::string& user);
 
 }  // namespace conveyor

@@ -39,10 +39,10 @@ namespace {
 // --chat: the prompt as one user turn (after --system), built exactly as a batch job's chat request.
 std::vector<int32_t> chat_ids(const Engine& engine, const po::variables_map& vm, const std::string& model_path) {
   const std::string name = vm.count("chat-template") ? vm["chat-template"].as<std::string>() : "";
-  const ChatTemplateChoice chat = choose_chat_template(name, model_path.empty() ? "" : model_chat_template(model_path));
   std::optional<std::string> system;
   if (vm.count("system")) system = vm["system"].as<std::string>();
-  return chat_prompt_ids(chat, engine.tokenizer(), single_turn_chat(system, vm["prompt"].as<std::string>()));
+  return single_turn_chat_ids(name, model_path.empty() ? "" : model_chat_template(model_path), engine.tokenizer(),
+                              system, vm["prompt"].as<std::string>());
 }
 
 std::vector<int32_t> prompt_ids(const Engine& engine, const po::variables_map& vm, const std::string& model_path) {

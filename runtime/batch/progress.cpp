@@ -1,6 +1,7 @@
 // Progress line formatting and pacing (see progress.h).
 #include "runtime/batch/progress.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -21,15 +22,31 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
+namespace {
+
+// Requests finish late when they run together, so a rate of finished requests starts at zero and an
+// ETA from it only shrinks once the first batch ends; tokens are made steadily from the first step.
+double eta_seconds(const ProgressSnapshot& s, int64_t left, double tok_s, double req_s) {
+  const int64_t answered = s.done - s.failed;
+  if (s.finished_output_tokens > 0 && answered > 0 && tok_s > 0) {
+    const double per_request = static_cast<double>(s.finished_output_tokens) / static_cast<double>(answered);
+    const double in_flight = static_cast<double>(s.output_tokens - s.finished_output_tokens);
+    return std::max(0.0, static_cast<double>(left) * per_request - in_flight) / tok_s;
+  }
+  // No ETA until this run has finished something: a rate of zero predicts nothing.
+  return req_s > 0 ? static_cast<double>(left) / req_s : -1.0;
+}
+
+}  // namespace
+
 std::string format_progress_line(const ProgressSnapshot& s) {
   int64_t finished = s.resumed + s.done;
   double pct = s.total > 0 ? 100.0 * static_cast<double>(finished) / static_cast<double>(s.total) : 100.0;
   bool timed = s.elapsed_s > 0;
   double tok_s = timed ? static_cast<double>(s.output_tokens) / s.elapsed_s : 0.0;
   double req_s = timed ? static_cast<double>(s.done) / s.elapsed_s : 0.0;
-  int64_t left = s.total - finished;
-  // No ETA until this run has finished something: a rate of zero predicts nothing.
-  double eta = left <= 0 ? 0.0 : (req_s > 0 ? static_cast<double>(left) / req_s : -1.0);
+  const int64_t left = s.total - finished;
+  const double eta = left <= 0 ? 0.0 : eta_seconds(s, left, tok_s, req_s);
   char buf[256];
   std::snprintf(buf, sizeof(buf), "progress %lld/%lld (%.1f%%)", static_cast<long long>(finished),
                 static_cast<long long>(s.total), pct);

@@ -1,4 +1,6 @@
-// The rank-0 progress line of a batch job: done/total requests, output tokens/s and ETA. On a terminal
+// The rank-0 progress line of a batch job: done/total requests, output tokens/s (counted as tokens are
+// made) and ETA (the tokens left at the mean length of the finished requests, less those already made
+// for unfinished ones, at the token rate; requests per second until a finished request gives a length). On a terminal
 // it is redrawn in place with \r; otherwise (Slurm logs) a plain line is written every interval seconds.
 // Rates count only this run's work, so a resumed job shows an honest ETA. Time is passed in by the
 // caller (seconds on any monotonic clock), which keeps the reporter deterministic under test.
@@ -15,8 +17,9 @@ struct ProgressSnapshot {
   int64_t resumed = 0;        // done by earlier runs, skipped now
   int64_t done = 0;           // finished in this run (results and failed requests)
   int64_t failed = 0;         // of `done`, those that went to the error file
-  int64_t output_tokens = 0;  // generated in this run
+  int64_t output_tokens = 0;  // generated in this run so far, unfinished requests included
   double elapsed_s = 0;       // since this run started generating
+  int64_t finished_output_tokens = 0;  // of output_tokens, those of finished requests (0: unknown)
 };
 
 // "1m05s", "2h03m", "42s"; "--" for negative or non-finite values.

@@ -178,6 +178,7 @@ void Engine::on_token(RequestState& st, const SampleResult& r, std::vector<Compl
   st.last_token = std::chrono::steady_clock::now();
   if (st.tokens.empty()) st.first_token = st.last_token;
   st.tokens.push_back(r.token);
+  ++generated_tokens_;
   if (r.has_logprobs) st.logprobs.push_back({r.token, r.logprob, r.rank, r.top});
   st.checker.append(r.token, text);
   if (stream_) {

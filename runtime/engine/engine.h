@@ -75,6 +75,8 @@ class Generator {
   virtual const Tokenizer* tokenizer() const = 0;
   virtual std::vector<int32_t> encode(const std::string& text) const = 0;
   virtual int64_t preemptions() const = 0;
+  // Tokens sampled so far, those of unfinished requests included: what a progress line counts.
+  virtual int64_t generated_tokens() const = 0;
   virtual void shutdown() = 0;
 };
 
@@ -106,6 +108,7 @@ class Engine final : public Generator {
   const ModelRunner& runner() const { return *runner_; }
   const Tokenizer* tokenizer() const override { return tokenizer_.get(); }
   int64_t preemptions() const override { return scheduler_.stats().preemptions; }
+  int64_t generated_tokens() const override { return generated_tokens_; }
   int64_t max_model_len() const { return max_model_len_; }
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
   int plans_in_flight() const { return static_cast<int>(in_flight_.size()); }
@@ -124,6 +127,7 @@ class Engine final : public Generator {
 
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  int64_t generated_tokens_ = 0;
   int64_t max_model_len_;
   uint64_t seed_;
   Scheduler scheduler_;

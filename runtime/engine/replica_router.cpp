@@ -109,6 +109,7 @@ void ReplicaRouter::receive_outputs(std::vector<CompletionOutput>& out, bool blo
     if (probe(MPI_ANY_SOURCE, kOutputs, leaders_, &status)) {
       const nlohmann::json msg = recv_json(status, leaders_);
       remote_preemptions_ += msg.value("preemptions_delta", int64_t{0});
+      remote_generated_ += msg.value("generated_delta", int64_t{0});
       for (const auto& o : msg.at("outputs")) {
         CompletionOutput c = completion_from_json(o);
         outstanding_[static_cast<size_t>(status.MPI_SOURCE)] -= 1;
@@ -153,7 +154,7 @@ void ReplicaRouter::shutdown() {
 
 void serve_replica(Engine& engine, MPI_Comm leaders) {
   MPI_Status status;
-  int64_t reported_preemptions = 0;
+  int64_t reported_preemptions = 0, reported_generated = 0;
   auto pause = std::chrono::microseconds(20);
   for (;;) {
     if (probe(0, kStop, leaders, &status)) {
@@ -173,9 +174,11 @@ void serve_replica(Engine& engine, MPI_Comm leaders) {
     nlohmann::json outputs = nlohmann::json::array();
     for (const CompletionOutput& o : engine.step()) outputs.push_back(completion_to_json(o));
     if (outputs.empty()) continue;
-    const int64_t now = engine.preemptions();
-    send_json({{"outputs", outputs}, {"preemptions_delta", now - reported_preemptions}}, 0, kOutputs, leaders);
+    const int64_t now = engine.preemptions(), generated = engine.generated_tokens();
+    send_json({{"outputs", outputs}, {"preemptions_delta", now - reported_preemptions},
+               {"generated_delta", generated - reported_generated}}, 0, kOutputs, leaders);
     reported_preemptions = now;
+    reported_generated = generated;
   }
   engine.shutdown();
 }

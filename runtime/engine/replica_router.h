@@ -26,6 +26,8 @@ class ReplicaRouter final : public Generator {
   const Tokenizer* tokenizer() const override { return local_.tokenizer(); }
   std::vector<int32_t> encode(const std::string& text) const override { return local_.encode(text); }
   int64_t preemptions() const override { return local_.preemptions() + remote_preemptions_; }
+  // Other replicas report their tokens with their finished outputs, so theirs arrive in steps.
+  int64_t generated_tokens() const override { return local_.generated_tokens() + remote_generated_; }
   // Stops the remote replicas (their unfinished requests are dropped) and the local engine.
   void shutdown() override;
 
@@ -41,6 +43,7 @@ class ReplicaRouter final : public Generator {
   std::map<int64_t, int> owner_;                     // request id -> replica
   std::vector<int64_t> completed_;                   // per replica, reported at shutdown
   int64_t remote_preemptions_ = 0;
+  int64_t remote_generated_ = 0;
   bool shut_down_ = false;
 };
 

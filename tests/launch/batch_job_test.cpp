@@ -13,7 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launch/chat_prompt.h"
 #include "runtime/core/error.h"
+#include "runtime/model/gguf_file.h"
+#include "runtime/tokenizer/loading.h"
+#include "tests/runtime/model/formats_test_util.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
@@ -28,6 +32,7 @@ class FakeGenerator : public Generator {
   static constexpr int32_t kFailId = 999;
   void add_request(Request r) override {
     seen.insert(r.label);
+    prompts.push_back(r.prompt_ids);
     pending_.push_back(std::move(r));
   }
   std::vector<CompletionOutput> step() override {
@@ -53,16 +58,19 @@ class FakeGenerator : public Generator {
     return outs;
   }
   bool has_unfinished() const override { return !pending_.empty(); }
-  const Tokenizer* tokenizer() const override { return nullptr; }
+  const Tokenizer* tokenizer() const override { return tok; }
   std::vector<int32_t> encode(const std::string& text) const override {
     std::vector<int32_t> ids;
     for (unsigned char c : text) ids.push_back(c);
     return ids;
   }
   int64_t preemptions() const override { return 3; }
+  int64_t generated_tokens() const override { return 0; }
   void shutdown() override {}
 
   std::set<std::string> seen;  // labels of the requests added
+  std::vector<std::vector<int32_t>> prompts;  // prompt ids of the requests added, in order
+  const Tokenizer* tok = nullptr;
 
  private:
   std::vector<Request> pending_;
@@ -217,6 +225,56 @@ TEST(BatchJob, ChatWithATemplateButNoTokenizerIsAnErrorLine) {
     EXPECT_NE(e["response"]["body"]["error"]["message"].get<std::string>().find("no tokenizer"), std::string::npos);
   }
   EXPECT_TRUE(found);
+}
+
+// --chat and a batch chat request give the same prompt ids for the same messages, on every template
+// family the tokenizer layer renders (tests/data/chat_template), with the model's default system prompt;
+// where the family's tokens are SmolLM2's, both equal transformers' rendering encoded.
+TEST(BatchJob, ChatPromptIdsEqualThoseOfGenerateChatOnEveryTemplate) {
+  const std::string gguf = testing::test_model_path();
+  const std::unique_ptr<Tokenizer> tok = load_tokenizer(gguf, "", load_model_spec(gguf));
+  ASSERT_TRUE(tok);
+  std::ifstream expected(testing::data_path("chat_template/expected.jsonl"));
+  std::string text;
+  std::set<std::string> families;
+  int checked = 0;
+  while (std::getline(expected, text)) {
+    const json f = json::parse(text);
+    const std::string jinja = f["chat_template"].is_null() ? GgufFile(gguf).get_string("tokenizer.chat_template")
+                                                           : f["chat_template"].get<std::string>();
+    for (const json& c : f["cases"]) {
+      const json& m = c["messages"];
+      const bool single = m.size() == 1 && m[0]["role"] == "user";
+      const bool with_system = m.size() == 2 && m[0]["role"] == "system" && m[1]["role"] == "user";
+      if (!c["add_generation_prompt"].get<bool>() || !(single || with_system)) continue;
+      SCOPED_TRACE(f["source"].get<std::string>() + " " + m.dump());
+      std::optional<std::string> system;
+      if (with_system) system = m[0]["content"].get<std::string>();
+      const std::vector<int32_t> chat = single_turn_chat_ids("", jinja, tok.get(), system, m.back()["content"]);
+
+      Job j = make_job("batch_job_chat_ids_" + std::to_string(checked), 0);
+      std::ofstream(j.input) << json({{"messages", m}}).dump() << "\n";
+      BatchJobOptions o = j.options();
+      o.model_chat_template = jinja;
+      BatchJob job(Config(), o);
+      FakeGenerator gen;
+      gen.tok = tok.get();
+      ASSERT_EQ(job.run(gen), 0);
+      ASSERT_EQ(gen.prompts.size(), 1u);
+      EXPECT_EQ(gen.prompts[0], chat);
+      if (f["bos"] == tok->id_to_token(tok->bos_id())) {
+        EXPECT_EQ(chat, tok->encode(c["expected"].get<std::string>(), /*add_bos=*/false, /*parse_special=*/true));
+      }
+      families.insert(f["source"].get<std::string>());
+      ++checked;
+    }
+  }
+  EXPECT_EQ(families.size(), 4u);  // SmolLM2's own ChatML (with its default system prompt), Qwen2, Llama-3, Llama-2
+  EXPECT_GE(checked, 8);
+  // SmolLM2's template adds its system prompt when the conversation has none; --chat keeps it.
+  const std::string smol = tok->decode(single_turn_chat_ids("", GgufFile(gguf).get_string("tokenizer.chat_template"),
+                                                            tok.get(), std::nullopt, "hi"), false);
+  EXPECT_NE(smol.find("<|im_start|>system\n"), std::string::npos) << smol;
 }
 
 TEST(BatchJob, OpeningRefusesStrictInputWithInvalidLinesAndAMissingOutput) {

@@ -19,9 +19,15 @@ out=$(timeout 300 $mpi -np 2 "$bin" bench throughput --model "$model" --input-le
 rc=$?
 echo "$out"
 [ $rc = 0 ] || { echo "FAIL: bench throughput exit $rc"; cat "$tmp/t.err"; fail=1; }
-[[ "$out" =~ ^Throughput:\ [0-9.]+\ requests/s,\ [0-9.]+\ total\ tokens/s,\ [0-9.]+\ output\ tokens/s$ ]] || {
+# The result block on stdout in vLLM's order: Throughput, prompt and output totals, then ours; the
+# roofline is against this host's measured CPU, not GPU peaks.
+[[ "$(sed -n 1p <<<"$out")" =~ ^Throughput:\ [0-9.]+\ requests/s,\ [0-9.]+\ total\ tokens/s,\ [0-9.]+\ output\ tokens/s$ ]] || {
   echo "FAIL: summary line '$out'"; fail=1; }
-python3 - "$tmp/t.json" "$out" <<'PY' || fail=1
+[[ "$(sed -n 2p <<<"$out")" =~ ^Total\ num\ prompt\ tokens:\ +[0-9]+$ && "$(sed -n 3p <<<"$out")" =~ ^Total\ num\ output\ tokens:\ +[0-9]+$ ]] || {
+  echo "FAIL: totals are not lines 2 and 3 of stdout: $out"; fail=1; }
+[[ "$out" =~ Roofline:\ [0-9.]+%\ of\ this\ host\'s\ CPU\ \(measured:\ [0-9.]+\ GB/s ]] || {
+  echo "FAIL: no CPU roofline on stdout: $out"; fail=1; }
+python3 - "$tmp/t.json" "$(sed -n 1p <<<"$out")" <<'PY' || fail=1
 import json, math, re, sys
 d = json.load(open(sys.argv[1]))
 for k in ["elapsed_time", "num_requests", "total_num_tokens", "requests_per_second", "tokens_per_second",
@@ -60,6 +66,9 @@ assert len(rss) == 2 and all(r > 1 << 20 for r in rss), rss
 r = d["roofline"]
 assert r["gpus"] == 2 and r["time_s"] == max(r["compute_time_s"], r["memory_time_s"]) > 0, r
 assert math.isclose(r["share"], r["time_s"] / e, rel_tol=1e-9) and r["bound"] in ("memory", "compute"), r
+# measured on this CPU: nowhere near an H200's 4.28 TB/s and 810 TFLOP/s; fp32 weights as the CPU backend runs
+assert r["device"].startswith("this host's CPU") and r["dtype_bytes"] == 4, r
+assert 0 < r["peak_bandwidth_tb_s_per_gpu"] < 1 and 0 < r["peak_tflops_per_gpu"] < 50, r
 assert d["backend"] == "cpu" and d["command_line"].startswith("conveyor bench throughput --model"), d
 PY
 python3 -c "import json,sys; t=json.load(open(sys.argv[1])); assert t['traceEvents'] and 'conveyor_usage' in t" \

@@ -39,6 +39,22 @@ TEST(Progress, FormatsTheLine) {
   EXPECT_EQ(format_progress_line(start), "progress 5/5 (100.0%) | 3.3 out tok/s | 0.50 req/s | elapsed 10s | ETA 0s");
 }
 
+// Tokens of unfinished requests count in the rate at once, and the ETA takes the work already done on
+// them off what is left, so it does not grow while every request is still running.
+TEST(Progress, CountsTokensAsTheyAreMadeAndTheEtaSubtractsThem) {
+  ProgressSnapshot s;
+  s.total = 10;
+  s.output_tokens = 50;  // nothing finished yet
+  s.elapsed_s = 5;
+  EXPECT_EQ(format_progress_line(s), "progress 0/10 (0.0%) | 10.0 out tok/s | 0.00 req/s | elapsed 5s | ETA --");
+  s.done = 2;
+  s.finished_output_tokens = 100;  // 50 tokens per finished request
+  s.output_tokens = 300;           // 200 more made for the 8 still running
+  s.elapsed_s = 10;
+  // 8 x 50 - 200 = 200 tokens left at 30 tok/s (a request-rate ETA would say 8 / 0.2 = 40 s)
+  EXPECT_EQ(format_progress_line(s), "progress 2/10 (20.0%) | 30.0 out tok/s | 0.20 req/s | elapsed 10s | ETA 7s");
+}
+
 TEST(Progress, LogModePrintsEveryInterval) {
   std::ostringstream out;
   ProgressReporter r(out, /*is_tty=*/false, /*interval_s=*/10, /*enabled=*/true);
