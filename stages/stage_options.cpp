@@ -20,6 +20,7 @@ StageOptions StageOptions::from_config(const Config& c) {
   o.gpu_memory_utilization = c.get_float("cache.gpu_memory_utilization");
   o.kv_cache_dtype = c.get_string("cache.kv_cache_dtype");
   o.dtype = c.get_string("model.dtype");
+  o.max_model_len = c.get_int("model.max_model_len");
   o.weights.dummy = c.get_string("model.load_format") == "dummy";
   o.weights.path = c.get_string("model.path");
   o.weights.seed = static_cast<uint64_t>(c.get_int("runtime.seed"));

@@ -31,6 +31,7 @@ struct StageOptions {
   std::string kv_cache_dtype = "auto";  // cache.kv_cache_dtype
   // model.*
   std::string dtype = "auto";  // model.dtype (CUDA backend)
+  int64_t max_model_len = 0;   // model.max_model_len (0: the model's context length)
   WeightOrigin weights;        // model.load_format == dummy, model.path, runtime.seed
   // runtime.*
   bool cuda_graphs = true;     // runtime.cuda_graphs

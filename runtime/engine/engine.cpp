@@ -52,18 +52,12 @@ std::vector<int32_t> model_eos_ids(const ModelSpec& spec, const Tokenizer* tok) 
   return ids;
 }
 
-int64_t resolve_max_model_len(const ModelSpec& spec, int64_t requested) {
-  if (requested <= 0) return spec.max_position_embeddings;
-  spec.check_context(requested);
-  return requested;
-}
-
 }  // namespace
 
 Engine::Engine(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Tokenizer> tokenizer, EngineOptions options)
     : runner_(std::move(runner)),
       tokenizer_(std::move(tokenizer)),
-      max_model_len_(resolve_max_model_len(runner_->spec(), options.max_model_len)),
+      max_model_len_(runner_->spec().context_len(options.max_model_len)),
       seed_(options.seed),
       scheduler_(options.scheduler.per_micro_batch(runner_->max_in_flight()), runner_->num_kv_blocks(), runner_->block_size()),
       eos_ids_(model_eos_ids(runner_->spec(), tokenizer_.get())) {}

@@ -373,6 +373,12 @@ ModelSpec load_model_spec(const std::string& path) {
                  "': pass an HF directory, a .gguf file, a config.json or a configs/models/*.yaml preset");
 }
 
+int64_t ModelSpec::context_len(int64_t requested) const {
+  if (requested <= 0) return max_position_embeddings;
+  check_context(requested);
+  return requested;
+}
+
 void ModelSpec::check_context(int64_t max_model_len) const {
   CONVEYOR_CHECK(max_model_len > 0, "max model length must be positive, found ", max_model_len);
   CONVEYOR_CHECK(max_model_len <= max_position_embeddings, source, ": max model length ", max_model_len,

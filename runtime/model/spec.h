@@ -63,6 +63,8 @@ struct ModelSpec {
 
   // Refuses a context length longer than max_position_embeddings.
   void check_context(int64_t max_model_len) const;
+  // The context length a run uses: `requested` (model.max_model_len) checked, or the model's own when 0.
+  int64_t context_len(int64_t requested) const;
 
   int64_t q_size() const { return heads * head_dim; }
   int64_t kv_size() const { return kv_heads * head_dim; }

@@ -10,9 +10,25 @@ namespace conveyor {
 
 void* device_malloc(size_t bytes, const char* what) { return CudaBuffer(bytes == 0 ? 1 : bytes, what).release(); }
 
+DevicePool::DevicePool(size_t slab_bytes) {
+  if (slab_bytes > 0) slab_ = CudaBuffer(slab_bytes, "the activation pool");
+}
+
 DevicePool::~DevicePool() {
+  const char* lo = static_cast<const char*>(slab_.data());
   for (auto& [bytes, ptrs] : free_)
-    for (void* p : ptrs) cudaFree(p);
+    for (void* p : ptrs) {
+      const char* c = static_cast<const char*>(p);
+      if (!lo || c < lo || c >= lo + slab_.bytes()) cudaFree(p);  // slab blocks go with the slab
+    }
+}
+
+void* DevicePool::carve(size_t bytes) {
+  constexpr size_t kAlign = 256;
+  const size_t start = (slab_used_ + kAlign - 1) / kAlign * kAlign;
+  if (!slab_.data() || start + bytes > slab_.bytes()) return nullptr;
+  slab_used_ = start + bytes;
+  return static_cast<char*>(slab_.data()) + start;
 }
 
 size_t DevicePool::size_class(size_t bytes) {
@@ -38,6 +54,7 @@ std::shared_ptr<void> DevicePool::take(const std::shared_ptr<DevicePool>& pool, 
       pool->cached_ -= cls;
       break;
     }
+    if (!p) p = pool->carve(cls);
     pool->live_ += cls;
   }
   if (!p) {
@@ -84,19 +101,27 @@ PinnedRing::~PinnedRing() {
   }
 }
 
+void PinnedRing::grow(Slot& s, size_t want) {
+  if (s.host) CONVEYOR_CUDA_CHECK(cudaFreeHost(s.host));
+  s.host = nullptr;
+  s.bytes = 0;
+  CONVEYOR_CUDA_CHECK(cudaMallocHost(&s.host, want));
+  s.bytes = want;
+}
+
+void PinnedRing::reserve(size_t bytes) {
+  for (Slot& s : slots_) {
+    CONVEYOR_CUDA_CHECK(cudaEventSynchronize(s.done));
+    if (s.bytes < bytes) grow(s, bytes);
+  }
+}
+
 void* PinnedRing::acquire(size_t bytes) {
   Slot& s = slots_[static_cast<size_t>(next_)];
   current_ = next_;
   next_ = (next_ + 1) % static_cast<int>(slots_.size());
   CONVEYOR_CUDA_CHECK(cudaEventSynchronize(s.done));  // the copy that last read this slot is done
-  if (s.bytes < bytes) {
-    if (s.host) CONVEYOR_CUDA_CHECK(cudaFreeHost(s.host));
-    s.host = nullptr;
-    s.bytes = 0;
-    const size_t want = bytes < 4096 ? 4096 : bytes + bytes / 2;
-    CONVEYOR_CUDA_CHECK(cudaMallocHost(&s.host, want));
-    s.bytes = want;
-  }
+  if (s.bytes < bytes) grow(s, bytes < 4096 ? 4096 : bytes + bytes / 2);
   return s.host;
 }
 
@@ -115,7 +140,7 @@ void* GrowingBuffer::reserve(size_t bytes, cudaStream_t stream) {
     CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(stream));  // kernels may still read the old buffer
     buffer_.reset();
   }
-  buffer_ = CudaBuffer(bytes + bytes / 2 + 256, "step metadata");
+  buffer_ = CudaBuffer(allocation_for(bytes), "step metadata");
   return buffer_.data();
 }
 

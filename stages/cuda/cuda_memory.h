@@ -1,8 +1,8 @@
 // Device memory for the CUDA backend: a caching pool of activation blocks and a pinned staging ring for
 // per-step metadata. The pool hands out the smallest cached block that fits (best fit over size
 // classes) and takes it back when the last Tensor referring to one dies; since every op of a CudaOps runs on ONE stream, a block freed on the host
-// may be reused at once (later work on the stream is ordered after the earlier readers). No
-// cudaMalloc per step once the pool has seen the largest step.
+// may be reused at once (later work on the stream is ordered after the earlier readers). A pool
+// made with a slab (sized by the memory plan) serves its steps without any cudaMalloc.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,7 +19,9 @@ namespace conveyor {
 
 class DevicePool {
  public:
-  DevicePool() = default;
+  // slab_bytes > 0: one block of that size is allocated now and blocks are carved from it before any
+  // cudaMalloc, so the steps the memory plan sized the slab for allocate nothing.
+  explicit DevicePool(size_t slab_bytes = 0);
   ~DevicePool();
   DevicePool(const DevicePool&) = delete;
   DevicePool& operator=(const DevicePool&) = delete;
@@ -29,17 +31,21 @@ class DevicePool {
   static std::shared_ptr<void> take(const std::shared_ptr<DevicePool>& pool, size_t bytes);
   size_t cached_bytes() const;
   size_t live_bytes() const;
+  size_t slab_bytes() const { return slab_.bytes(); }
 
   // The size class of a request: <= 25% rounding waste, so steps of nearby sizes share blocks.
   static size_t size_class(size_t bytes);
 
  private:
   void give_back(void* p, size_t bytes);
+  void* carve(size_t bytes);  // from the slab's unused tail, or null; under mu_
 
   mutable std::mutex mu_;  // Tensors may die on another thread than the one running the ops
   std::map<size_t, std::vector<void*>> free_;
   size_t cached_ = 0;
   size_t live_ = 0;
+  CudaBuffer slab_;
+  size_t slab_used_ = 0;
 };
 
 // Pinned host buffers for host-to-device copies enqueued on a stream, used round-robin: a slot is
@@ -52,6 +58,8 @@ class PinnedRing {
   PinnedRing(const PinnedRing&) = delete;
   PinnedRing& operator=(const PinnedRing&) = delete;
 
+  // Makes every slot at least `bytes` long now (start-up), so acquire() allocates only for larger steps.
+  void reserve(size_t bytes);
   // The next slot, at least `bytes` long, safe to write now.
   void* acquire(size_t bytes);
   // Copies the acquired slot's first `bytes` to dst on stream and marks the slot busy until then.
@@ -63,6 +71,7 @@ class PinnedRing {
     size_t bytes = 0;
     cudaEvent_t done = nullptr;
   };
+  static void grow(Slot& s, size_t bytes);
   std::vector<Slot> slots_;
   int next_ = 0;
   int current_ = -1;
@@ -73,6 +82,8 @@ class PinnedRing {
 class GrowingBuffer {
  public:
   void* reserve(size_t bytes, cudaStream_t stream);
+  // The bytes reserve(bytes) allocates when it grows (headroom for the next, slightly larger step).
+  static size_t allocation_for(size_t bytes) { return bytes + bytes / 2 + 256; }
   void* data() const { return buffer_.data(); }
 
  private:

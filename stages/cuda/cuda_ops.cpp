@@ -26,6 +26,7 @@
 #include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
 #include "stages/cuda/cuda_memory.h"
+#include "stages/cuda/step_metadata.h"
 
 namespace conveyor {
 namespace {
@@ -59,16 +60,17 @@ std::vector<uint16_t> to_half_bits(const std::vector<float>& src, DType dt) {
 
 class CudaOps final : public Ops {
  public:
-  CudaOps(int device, DType dt, const CudaOpsSizes& sizes) : device_(device), dt_(dt) {
+  CudaOps(int device, DType dt, const CudaOpsSizes& sizes) : device_(device), dt_(dt), meta_(sizes.metadata) {
     CONVEYOR_CHECK(dt == DType::kBF16 || dt == DType::kF16, "the CUDA backend computes in bf16 or f16, not ",
                    dtype_name(dt), "; set model.dtype to bfloat16 or float16");
     CONVEYOR_CUDA_CHECK(cudaSetDevice(device));
     CONVEYOR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     // Every workspace a step uses is allocated here, once: the launchers take them.
-    gemm_workspace_ = CudaBuffer(gemm_workspace_bytes(sizes.max_tokens, sizes.max_accumulate_cols), "the GEMM workspace");
+    gemm_workspace_ = CudaBuffer(gemm_workspace_bytes(sizes.metadata.max_tokens, sizes.max_accumulate_cols), "the GEMM workspace");
     gemm_ = std::make_unique<GemmRunner>(gemm_workspace_.data(), gemm_workspace_.bytes());
     attention_workspace_ = CudaBuffer(attention_workspace_bytes(), "the attention workspace");
-    pool_ = std::make_shared<DevicePool>();
+    pool_ = std::make_shared<DevicePool>(sizes.activation_pool_bytes);
+    graph_pool_ = std::make_shared<DevicePool>(sizes.graph_pool_bytes);
   }
 
   ~CudaOps() override {
@@ -248,17 +250,14 @@ class CudaOps final : public Ops {
   std::unique_ptr<GemmRunner> gemm_;
   CudaBuffer attention_workspace_;  // split-K partials, sized for any launch (fixed address for graphs)
   std::shared_ptr<DevicePool> pool_;
-  std::shared_ptr<DevicePool> graph_pool_ = std::make_shared<DevicePool>();  // swapped in while capturing
+  std::shared_ptr<DevicePool> graph_pool_;  // swapped in while capturing
 
-  // The step's metadata on the device (one buffer, carved up in set_batch).
-  PinnedRing staging_;
-  GrowingBuffer meta_;
+  // The step's metadata on the device (step_metadata.h), sized at start-up.
+  StepMetadata meta_;
   const int32_t* d_ids_ = nullptr;
   const int32_t* d_logit_rows_ = nullptr;
   AttentionBatchCuda ab_;
-  // Graphs: metadata per layout (array sizes).
   bool fixed_ = false;  // the last batch came from set_batch_fixed
-  std::map<std::array<size_t, 5>, GrowingBuffer> fixed_meta_;
 
   // Rope: the host table and its static inv_freq on the device; per-sequence dynamic ones per step.
   std::unique_ptr<RopeTable> rope_;
@@ -276,36 +275,18 @@ void CudaOps::stage_batch(const BatchInfo& b, bool fixed) {
   dynamic_ready_ = false;
   int32_t max_context = 0;
   for (int32_t len : b.rope_seq_len) max_context = std::max(max_context, len);
-  // Layout (int32): ids | positions | query_start | block_tables | logit_rows | max context.
-  const std::vector<int32_t>* parts[] = {&b.token_ids, &b.positions, &b.query_start, &b.block_tables, &b.logit_rows};
-  std::array<size_t, 5> sizes{};
-  size_t total = 1;
-  for (int i = 0; i < 5; ++i) total += sizes[static_cast<size_t>(i)] = parts[i]->size();
-  const size_t bytes = total * sizeof(int32_t);
-  auto* host = static_cast<int32_t*>(staging_.acquire(bytes));
-  // A fixed layout's buffer is allocated once and never grows: graphs hold its address.
-  GrowingBuffer& buf = fixed ? fixed_meta_[sizes] : meta_;
-  auto* dev = static_cast<int32_t*>(buf.reserve(bytes, stream_));
-  const int32_t* at[5];
-  size_t off = 0;
-  for (int i = 0; i < 5; ++i) {
-    std::memcpy(host + off, parts[i]->data(), parts[i]->size() * sizeof(int32_t));
-    at[i] = parts[i]->empty() ? nullptr : dev + off;
-    off += parts[i]->size();
-  }
-  host[off] = max_context;
-  staging_.copy_to_device(dev, bytes, stream_);
-  d_ids_ = at[0];
-  d_logit_rows_ = at[4];
+  const StepMetadataOnDevice dev = meta_.upload(b, max_context, fixed, stream_);
+  d_ids_ = dev.token_ids;
+  d_logit_rows_ = dev.logit_rows;
   ab_ = AttentionBatchCuda{};
   ab_.num_seqs = b.num_seqs();
   ab_.num_tokens = b.num_tokens();
-  ab_.positions = at[1];
-  ab_.query_start = at[2];
-  ab_.block_tables = at[3];
+  ab_.positions = dev.positions;
+  ab_.query_start = dev.query_start;
+  ab_.block_tables = dev.block_tables;
   ab_.max_blocks_per_seq = b.max_blocks;
   ab_.max_context_len = max_context;
-  ab_.max_context_len_dev = dev + off;
+  ab_.max_context_len_dev = dev.max_context_len;
   for (int s = 0; s < b.num_seqs(); ++s)
     ab_.max_query_len = std::max(ab_.max_query_len, b.query_start[s + 1] - b.query_start[s]);
 }
@@ -487,7 +468,12 @@ void CudaOps::paged_attention(const TensorView& out, const TensorView& q, const 
 }  // namespace
 
 size_t cuda_ops_workspace_bytes(const CudaOpsSizes& sizes) {
-  return gemm_workspace_bytes(sizes.max_tokens, sizes.max_accumulate_cols) + attention_workspace_bytes();
+  return gemm_workspace_bytes(sizes.metadata.max_tokens, sizes.max_accumulate_cols) + attention_workspace_bytes() +
+         StepMetadata::device_bytes(sizes.metadata);
+}
+
+size_t cuda_ops_device_bytes(const CudaOpsSizes& sizes) {
+  return cuda_ops_workspace_bytes(sizes) + sizes.activation_pool_bytes + sizes.graph_pool_bytes;
 }
 
 std::unique_ptr<Ops> make_cuda_ops(int device, DType dt, const CudaOpsSizes& sizes) {

@@ -9,19 +9,24 @@
 
 #include "kernels/dtype.h"
 #include "stages/backend.h"
+#include "stages/cuda/step_metadata.h"
 
 namespace conveyor {
 
-// What the ops' start-up workspaces are sized for; a step larger than this is an Error, not an
-// allocation. The defaults suit tests and tools; a stage passes its scheduler limits.
+// What the ops' start-up buffers are sized for. The defaults suit tests and tools; a stage passes its
+// scheduler limits and the memory plan's pool sizes, so no step within them allocates.
 struct CudaOpsSizes {
-  int64_t max_tokens = 8192;           // rows of the largest GEMM (scheduler.max_num_batched_tokens)
+  StepMetadataLimits metadata;         // max_tokens: rows of the largest GEMM too
   int64_t max_accumulate_cols = 8192;  // widest accumulating GEMM output (the hidden size)
+  size_t activation_pool_bytes = 0;    // slab of the activation pool (0: blocks allocated on demand)
+  size_t graph_pool_bytes = 0;         // slab of the pool that captured graphs draw from
 };
 
-// Device bytes make_cuda_ops allocates at once for its workspaces (GEMM and attention split-K),
-// which the memory plan counts.
+// Device bytes make_cuda_ops allocates at once for its workspaces (GEMM, attention split-K, step
+// metadata), which the memory plan counts under margin.
 size_t cuda_ops_workspace_bytes(const CudaOpsSizes& sizes);
+// Everything make_cuda_ops allocates at once: the workspaces and both pools' slabs.
+size_t cuda_ops_device_bytes(const CudaOpsSizes& sizes);
 
 // Makes `device` current, creates the stream, the GEMM runner, its workspaces and the memory pool.
 // dt: kBF16 or kF16.

@@ -1,8 +1,9 @@
 // make_cuda_stage_parts (see cuda_stage_parts.h). The KV budget is gpu_memory_utilization x total memory
 // minus what is in use once the ops exist (CUDA context, NCCL buffers), minus what is still to come:
 // the weights (uploaded by the stage right after), activations of the largest step, the LM head's
-// logits and the sampler's workspace, the ops' GEMM and attention workspaces (allocated at start-up,
-// so no step allocates them), and a fixed margin for fragmentation and library state.
+// logits and the sampler's workspace, the ops' GEMM, attention and metadata workspaces and their
+// activation pools' slabs (allocated at start-up, so no step allocates them), and a fixed margin for
+// fragmentation and library state.
 #include "stages/cuda/cuda_stage_parts.h"
 
 #include <algorithm>
@@ -22,12 +23,45 @@ namespace {
 constexpr int kMaxSamplerRows = 256;          // rows per CudaSampler launch (bigger plans loop)
 constexpr size_t kFixedMargin = size_t{1} << 30;  // fragmentation, library state (the workspaces are counted)
 
-// The sizes the ops' workspaces are made for: the largest step's tokens, the hidden width (the
-// residual GEMMs accumulate into [tokens, hidden]).
-CudaOpsSizes ops_sizes(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share) {
+// Bytes of the activation pools: live at once inside a layer are the residual, normed input, q, k, v,
+// attention out, o/down out, gate_up and the activation, x2 for the pool's size classes and blocks
+// cached from other shapes; the eager pool for the largest step, the graphs' pool for one padded
+// decode step (the largest bucket max_num_seqs pads to).
+struct PoolBytes {
+  size_t activations = 0;
+  size_t graphs = 0;
+};
+
+PoolBytes pool_bytes(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, size_t elem) {
+  const ModelTraits traits = model_traits(spec, share.tp_size);
+  const size_t q_cols = static_cast<size_t>(traits.attention.n_heads) * traits.attention.head_dim;
+  const size_t kv_cols = static_cast<size_t>(traits.attention.n_kv_heads) * traits.attention.head_dim;
+  const size_t per_token = 4 * static_cast<size_t>(traits.hidden) + 2 * q_cols + 2 * kv_cols +
+                           3 * static_cast<size_t>(traits.intermediate_local);
+  PoolBytes p;
+  p.activations = 2 * static_cast<size_t>(opt.max_num_batched_tokens) * per_token * elem;
+  if (opt.cuda_graphs && share.tp_size == 1) {
+    // Each bucket's graph also holds its hidden states and logits (buckets up to max_num_seqs sum
+    // to < 2x it).
+    const size_t padded = std::min<size_t>(2 * static_cast<size_t>(opt.max_num_seqs), 256);
+    const size_t vocab = share.lm_head ? static_cast<size_t>(spec.vocab) : 0;
+    p.graphs = 2 * padded * per_token * elem + 2 * padded * (static_cast<size_t>(traits.hidden) * elem + vocab * 4);
+  }
+  return p;
+}
+
+// What the ops' start-up buffers are made for: the largest step's tokens and sequences, the longest
+// block table, the hidden width (the residual GEMMs accumulate into [tokens, hidden]), the pools.
+CudaOpsSizes ops_sizes(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, size_t elem) {
   CudaOpsSizes sizes;
-  sizes.max_tokens = opt.max_num_batched_tokens;
+  sizes.metadata.max_tokens = opt.max_num_batched_tokens;
+  sizes.metadata.max_seqs = opt.max_num_seqs;
+  const int64_t context = spec.context_len(opt.max_model_len);
+  sizes.metadata.max_blocks_per_seq = (context + opt.block_size - 1) / opt.block_size;
   sizes.max_accumulate_cols = model_traits(spec, share.tp_size).hidden;
+  const PoolBytes pools = pool_bytes(opt, spec, share, elem);
+  sizes.activation_pool_bytes = pools.activations;
+  sizes.graph_pool_bytes = pools.graphs;
   return sizes;
 }
 
@@ -40,33 +74,21 @@ void reserve(const StageOptions& opt, const ModelSpec& spec, const WeightShare& 
              bool samples, size_t elem, MemoryRow& row) {
   // The set is lazy: bytes() is the fp32 size it will yield, not memory it holds.
   const size_t weight_bytes = weights.bytes() / sizeof(float) * elem;
-  const ModelTraits traits = model_traits(spec, share.tp_size);
-  const size_t tokens = static_cast<size_t>(opt.max_num_batched_tokens);
-  const size_t q_cols = static_cast<size_t>(traits.attention.n_heads) * traits.attention.head_dim;
-  const size_t kv_cols = static_cast<size_t>(traits.attention.n_kv_heads) * traits.attention.head_dim;
-  // Live at once inside a layer: residual, normed input, q, k, v, attention out, o/down out,
-  // gate_up and the activation; x2 for the pool's size classes and blocks cached from other shapes.
-  const size_t per_token = 4 * static_cast<size_t>(traits.hidden) + 2 * q_cols + 2 * kv_cols +
-                           3 * static_cast<size_t>(traits.intermediate_local);
-  const size_t activations = 2 * tokens * per_token * elem;
+  const PoolBytes pools = pool_bytes(opt, spec, share, elem);
   const size_t rows = static_cast<size_t>(opt.max_num_seqs);
   const size_t vocab = static_cast<size_t>(spec.vocab);
   const size_t logits = share.lm_head ? rows * vocab * sizeof(float) * (3 + static_cast<size_t>(share.tp_size)) : 0;
   // CudaSampler: the workspace make_cuda_stage_sampler allocates.
   const size_t sampler = samples ? cuda_sampler_workspace_bytes(spec.vocab, sampler_rows(opt)) : 0;
-  // Decode graphs (stage_model.h): a private pool as big as one padded decode step's activations,
-  // and each bucket's held input, hidden and logits (buckets up to max_num_seqs sum to < 2x it).
-  size_t graphs = 0;
-  if (opt.cuda_graphs && share.tp_size == 1) {
-    const size_t padded = std::min<size_t>(2 * rows, 256);
-    graphs = 2 * padded * per_token * elem +
-             2 * padded * (2 * static_cast<size_t>(traits.hidden) * elem + (share.lm_head ? vocab * sizeof(float) : 0));
-  }
+  // Decode graphs (stage_model.h): each bucket's input rows come from the eager pool.
+  const size_t hidden = static_cast<size_t>(model_traits(spec, share.tp_size).hidden);
+  const size_t graphs = pools.graphs > 0 ? pools.graphs + 2 * std::min<size_t>(2 * rows, 256) * hidden * elem : 0;
+  const size_t activations = pools.activations;
   row.weights = static_cast<double>(weight_bytes);
   row.activations = static_cast<double>(activations);
   row.sampling = static_cast<double>(logits + sampler);
   row.graphs = static_cast<double>(graphs);
-  row.margin = static_cast<double>(kFixedMargin + cuda_ops_workspace_bytes(ops_sizes(opt, spec, share)));
+  row.margin = static_cast<double>(kFixedMargin + cuda_ops_workspace_bytes(ops_sizes(opt, spec, share, elem)));
 }
 
 }  // namespace
@@ -87,7 +109,7 @@ CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& s
                  " differs from the model dtype ", dtype_name(dt),
                  "; the CUDA attention kernels keep the KV cache in the model dtype: use auto");
   CudaStageParts parts;
-  const CudaOpsSizes sizes = ops_sizes(opt, spec, share);
+  const CudaOpsSizes sizes = ops_sizes(opt, spec, share, dtype_size(dt));
   parts.ops = make_cuda_ops(device, dt, sizes);
   // The sampler's workspace is allocated after memory is measured: the plan reserves it (sampling).
   auto add_sampler = [&] {
@@ -110,8 +132,9 @@ CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& s
   cuda_memory_info(device, &total, &free);
   row.total = static_cast<double>(total);
   row.allowed = util * row.total;
-  // The ops' workspaces already exist; the plan names them under margin, not under in_use.
-  row.in_use = static_cast<double>(total - free) - static_cast<double>(cuda_ops_workspace_bytes(sizes));
+  // The ops' workspaces and pool slabs already exist; the plan names them under margin, activations and
+  // graphs, not under in_use.
+  row.in_use = static_cast<double>(total - free) - static_cast<double>(cuda_ops_device_bytes(sizes));
   const size_t budget = row.left() > 0 ? static_cast<size_t>(row.left()) : 0;
   const int layers = static_cast<int>(share.last_layer - share.first_layer);
   const PagedKvShape one_block{1, kv.block_size, kv.n_kv_heads, kv.head_dim};

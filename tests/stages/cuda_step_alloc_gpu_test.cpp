@@ -122,7 +122,7 @@ Golden load_golden(const std::string& name) {
 
 // Two sequences prefilled, then decode steps of both; returns the driver ready for the next step.
 struct TwoSequences {
-  explicit TwoSequences(const Golden& g) : driver(g.spec, g.dir, make_cuda_ops(0, DType::kBF16)) {
+  TwoSequences(const Golden& g, const CudaOpsSizes& sizes) : driver(g.spec, g.dir, make_cuda_ops(0, DType::kBF16, sizes)) {
     StepPlan prefill;
     for (int64_t id = 0; id < 2; ++id) driver.add(prefill, id, g.prompts[static_cast<size_t>(id)], true);
     last = driver.run(prefill, &rows);
@@ -139,16 +139,23 @@ struct TwoSequences {
 };
 
 // The decode steps of a bucket: the first runs eagerly (GEMMs autotune for its shapes), the second
-// captures the bucket's CUDA graph, whose private pool takes its blocks once (the memory plan counts
-// it), and every later one replays the graph.
-constexpr int kCaptureStep = 2;
+// captures the bucket's CUDA graph, drawing from the graphs' pool, and every later one replays it.
+constexpr int kCaptureStep = 1;
+
+// The ops as a stage makes them: both pools with a slab (the memory plan sizes them; generous here).
+CudaOpsSizes stage_sizes() {
+  CudaOpsSizes s;
+  s.activation_pool_bytes = size_t{64} << 20;
+  s.graph_pool_bytes = size_t{64} << 20;
+  return s;
+}
 
 // Prefills two sequences, runs `decodes_before` decode steps, then requires the next one to make CUDA
 // API calls and no allocation among them.
-void expect_decode_allocates_nothing(int decodes_before, const char* which) {
+void expect_decode_allocates_nothing(int decodes_before, const char* which, const CudaOpsSizes& sizes) {
   const Golden g = load_golden("llama3_rope");
   ASSERT_GE(g.prompts.size(), 2u);
-  TwoSequences seqs(g);
+  TwoSequences seqs(g, sizes);
   for (int i = 0; i < decodes_before; ++i) seqs.decode();
   AllocationCounter counter;
   ASSERT_TRUE(counter.subscribed());
@@ -158,21 +165,28 @@ void expect_decode_allocates_nothing(int decodes_before, const char* which) {
   EXPECT_EQ(counter.calls(), "") << "allocation API calls inside " << which << counter.where();
 }
 
-// The first decode step after a prefill allocates nothing: the pool's best fit serves its smaller
-// tensors from the blocks the prefill left cached (it took 8 new blocks before best fit).
+// The first decode step after a prefill allocates nothing, even with pools that allocate on demand:
+// the metadata buffers and pinned slots are sized at start-up, and the pool's best fit serves the
+// step's smaller tensors from the blocks the prefill left cached.
 TEST(CudaStepAllocations, FirstDecodeAfterPrefillAllocatesNothing) {
-  expect_decode_allocates_nothing(0, "the first decode step after a prefill");
+  expect_decode_allocates_nothing(0, "the first decode step after a prefill", CudaOpsSizes{});
+}
+
+// The step that captures the bucket's graph allocates nothing: its tensors come from the graphs'
+// slab, its metadata from the fixed buffer.
+TEST(CudaStepAllocations, CaptureStepAllocatesNothing) {
+  expect_decode_allocates_nothing(kCaptureStep, "the decode step that captures its graph", stage_sizes());
 }
 
 // Once the bucket's graph exists, a decode step allocates nothing.
 TEST(CudaStepAllocations, DecodeStepAllocatesNothing) {
-  expect_decode_allocates_nothing(kCaptureStep, "a decode step after the graph capture");
+  expect_decode_allocates_nothing(kCaptureStep + 1, "a decode step after the graph capture", stage_sizes());
 }
 
 // The counter is live: an allocation planted in the window is seen by name.
 TEST(CudaStepAllocations, CounterSeesAPlantedAllocation) {
   const Golden g = load_golden("llama3_rope");
-  TwoSequences seqs(g);
+  TwoSequences seqs(g, stage_sizes());
   seqs.decode();
   AllocationCounter counter;
   ASSERT_TRUE(counter.subscribed());
