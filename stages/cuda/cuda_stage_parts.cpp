@@ -5,6 +5,8 @@
 // so no step allocates them), and a fixed margin for fragmentation and library state.
 #include "stages/cuda/cuda_stage_parts.h"
 
+#include <mpi.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -37,7 +39,7 @@ int sampler_rows(const StageOptions& opt) {
 
 // Fills the reserved terms of `row` (weights, activations, sampling, graphs, margin).
 void reserve(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, const WeightSet& weights,
-             bool samples, size_t elem, MemoryRow& row) {
+             bool samples, size_t elem, bool graphs_capturable, MemoryRow& row) {
   // The set is lazy: bytes() is the fp32 size it will yield, not memory it holds.
   const size_t weight_bytes = weights.bytes() / sizeof(float) * elem;
   const ModelTraits traits = model_traits(spec, share.tp_size);
@@ -57,7 +59,7 @@ void reserve(const StageOptions& opt, const ModelSpec& spec, const WeightShare& 
   // Decode graphs (stage_model.h): a private pool as big as one padded decode step's activations,
   // and each bucket's held input, hidden and logits (buckets up to max_num_seqs sum to < 2x it).
   size_t graphs = 0;
-  if (opt.cuda_graphs && share.tp_size == 1) {
+  if (opt.cuda_graphs && graphs_capturable) {
     const size_t padded = std::min<size_t>(2 * rows, 256);
     graphs = 2 * padded * per_token * elem +
              2 * padded * (2 * static_cast<size_t>(traits.hidden) * elem + (share.lm_head ? vocab * sizeof(float) : 0));
@@ -79,8 +81,10 @@ DType cuda_model_dtype(const std::string& d) {
 }
 
 CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share,
-                                     const WeightSet& weights, const PagedKvShape& kv, bool samples, int device,
-                                     int stage) {
+                                     const WeightSet& weights, const PagedKvShape& kv, bool samples,
+                                     const CudaPlacement& place) {
+  const int device = place.device;
+  const int ranks_on_device = place.ranks_on_device;
   const DType dt = cuda_model_dtype(opt.dtype);
   const std::string& kv_dtype = opt.kv_cache_dtype;
   CONVEYOR_CHECK(kv_dtype == "auto" || cuda_model_dtype(kv_dtype) == dt, "cache.kv_cache_dtype = ", kv_dtype,
@@ -89,6 +93,9 @@ CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& s
   CudaStageParts parts;
   const CudaOpsSizes sizes = ops_sizes(opt, spec, share);
   parts.ops = make_cuda_ops(device, dt, sizes);
+  // Ranks sharing a GPU measure after all of them hold their context and workspaces; every rank of the
+  // world comes here (make_pipeline_stage is collective), whatever its own device's count.
+  CONVEYOR_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
   // The sampler's workspace is allocated after memory is measured: the plan reserves it (sampling).
   auto add_sampler = [&] {
     if (samples) parts.sampler = make_cuda_stage_sampler(parts.ops->stream(), spec.vocab, sampler_rows(opt));
@@ -98,20 +105,21 @@ CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& s
   parts.memory.kv_blocks = parts.kv_blocks;
   if (parts.kv_blocks > 0) return add_sampler();
   const size_t elem = dtype_size(dt);
-  const double util = opt.gpu_memory_utilization;
+  const double util = opt.gpu_share(ranks_on_device);
   MemoryRow& row = parts.memory;
+  row.ranks_on_device = ranks_on_device;
   row.rank = process_identity().rank;
   row.host = process_identity().host;
-  row.stage = stage;
+  row.stage = place.stage;
   row.tp_rank = share.tp_rank;
   row.device = device;
-  reserve(opt, spec, share, weights, samples, elem, row);
+  reserve(opt, spec, share, weights, samples, elem, place.graphs_capturable, row);
   size_t total = 0, free = 0;
   cuda_memory_info(device, &total, &free);
   row.total = static_cast<double>(total);
   row.allowed = util * row.total;
   // The ops' workspaces already exist; the plan names them under margin, not under in_use.
-  row.in_use = static_cast<double>(total - free) - static_cast<double>(cuda_ops_workspace_bytes(sizes));
+  row.in_use = static_cast<double>(total - free) / ranks_on_device - static_cast<double>(cuda_ops_workspace_bytes(sizes));
   const size_t budget = row.left() > 0 ? static_cast<size_t>(row.left()) : 0;
   const int layers = static_cast<int>(share.last_layer - share.first_layer);
   const PagedKvShape one_block{1, kv.block_size, kv.n_kv_heads, kv.head_dim};
