@@ -8,6 +8,9 @@ set -u
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd)"
 out="${OUT:-$root/benchmarks/results/nvidia-h200/issue17}"
 mkdir -p "$out"
+cd "$root"
+# The Debian packages the GPU machine lacks (shared/gpu-machine/pack.sh), when they travelled along.
+[ -f .gpu-deps/unpack.sh ] && source .gpu-deps/unpack.sh
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=(mpirun --oversubscribe -x NCCL_NVLS_ENABLE=0)
