@@ -76,7 +76,7 @@ int run_doctor_command(const Args& args, int* argc, char*** argv) {
     std::cout << format_device(device_section) << std::flush;
   }
 
-  auto groups = make_process_groups(world, backend);
+  auto groups = make_process_groups(world, backend, parse_data_transport(cfg.get_string("parallel.data_transport")));
   DoctorReport report = measure_links(world, *groups, *device, opt);
   if (mpi.rank() == 0) {
     std::cout << format_report(report, opt) << std::flush;

@@ -50,7 +50,7 @@ void PipelineSession::start(const Config& cfg, const ModelSpec& spec) {
   set_cpu_threads(cfg, backend);
   // The GPU must be current before NCCL communicators are made on it.
   device_ = make_device(backend, mpi_.local_rank());
-  groups_ = make_process_groups(*world_, backend);
+  groups_ = make_process_groups(*world_, backend, parse_data_transport(cfg.get_string("parallel.data_transport")));
   parts_ = make_pipeline_stage(StageOptions::from_config(cfg), spec, *world_, *groups_, backend, std::max(0, device_->info().index));
   CONVEYOR_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, is_leader() ? 0 : MPI_UNDEFINED, world_->data_rank(), &leaders_));
   if (world_->world_size() > 1) {

@@ -122,6 +122,17 @@ class Ops {
   // The stream every op and every data-plane communicator call of this backend is ordered on
   // (a cudaStream_t on CUDA; nullptr on the host, which MPI ignores).
   virtual void* stream() const { return nullptr; }
+  // Transfers between stages run on their own stream, so micro-batch m travels while m+1 computes (on
+  // the host: the ops' stream, nullptr). order_after makes work enqueued later on `waiter` wait for
+  // everything enqueued so far on `signaller`; a no-op on the host, where every call is synchronous.
+  virtual void* comm_stream() const { return stream(); }
+  virtual void order_after(void* waiter, void* signaller) { (void)waiter; (void)signaller; }
+  // Device timestamps for the trace: mark(stream) records a point on the stream and returns its id;
+  // mark_seconds(id) waits for it and gives its time since the last restart_marks(). -1 on the host,
+  // which has no device clock (its spans are the host's).
+  virtual int64_t mark(void* stream) { (void)stream; return -1; }
+  virtual double mark_seconds(int64_t id) { (void)id; return -1; }
+  virtual void restart_marks() {}
   // Starts (stops) a device profiler's collection, e.g. cudaProfilerStart for ncu; no-op on the host.
   virtual void set_profiling(bool on) { (void)on; }
 

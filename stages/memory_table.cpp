@@ -14,13 +14,14 @@
 namespace conveyor {
 namespace {
 
-constexpr int kFields = 14;
+constexpr int kFields = 15;
 constexpr int kHostChars = 64;
 
 std::array<double, kFields> pack(const MemoryRow& r) {
   return {static_cast<double>(r.rank), static_cast<double>(r.stage), static_cast<double>(r.tp_rank),
           static_cast<double>(r.device), r.total, r.allowed, r.in_use, r.weights, r.activations, r.sampling,
-          r.graphs, r.margin, static_cast<double>(r.kv_blocks), r.kv_block_bytes};
+          r.graphs, r.margin, static_cast<double>(r.kv_blocks), r.kv_block_bytes,
+          static_cast<double>(r.ranks_on_device)};
 }
 
 MemoryRow unpack(const double* f, const char* host) {
@@ -39,6 +40,7 @@ MemoryRow unpack(const double* f, const char* host) {
   r.margin = f[11];
   r.kv_blocks = static_cast<long long>(f[12]);
   r.kv_block_bytes = f[13];
+  r.ranks_on_device = static_cast<int>(f[14]);
   r.host.assign(host, strnlen(host, kHostChars));
   return r;
 }
@@ -51,21 +53,28 @@ std::string gib(double bytes) {
 
 }  // namespace
 
-std::string format_memory_table(const std::vector<MemoryRow>& rows, double utilization) {
+std::string format_memory_table(const std::vector<MemoryRow>& rows, double utilization, bool per_rank) {
   char line[512];
-  std::snprintf(line, sizeof(line), "%5s %-12s %5s %3s %4s %8s %8s %8s %8s %8s %8s %8s %8s %9s %10s\n", "rank",
-                "host", "stage", "tp", "gpu", "total", "usable", "in use", "weights", "activ.", "sampling",
+  std::snprintf(line, sizeof(line), "%5s %-12s %5s %3s %4s %7s %8s %8s %8s %8s %8s %8s %8s %8s %9s %10s\n", "rank",
+                "host", "stage", "tp", "gpu", "sharing", "total", "usable", "in use", "weights", "activ.", "sampling",
                 "graphs", "margin", "KV left", "KV blocks");
-  char head[128];
-  std::snprintf(head, sizeof(head), "GPU memory per rank (GiB; usable = cache.gpu_memory_utilization %.2f x total):\n",
-                utilization);
+  bool shared = false;
+  for (const MemoryRow& r : rows) shared = shared || r.ranks_on_device > 1;
+  char head[192];
+  if (per_rank) {
+    std::snprintf(head, sizeof(head), "GPU memory per rank (GiB; usable = cache.gpu_memory_utilization_per_rank %.2f "
+                  "x total):\n", utilization);
+  } else {
+    std::snprintf(head, sizeof(head), "GPU memory per rank (GiB; usable = cache.gpu_memory_utilization %.2f x total%s):\n",
+                  utilization, shared ? " / the ranks sharing the GPU; in use: their share" : "");
+  }
   std::string out = head + std::string(line);
   bool short_of_room = false;
   for (const MemoryRow& r : rows) {
     const bool fits = r.kv_blocks > 0;
     short_of_room = short_of_room || !fits;
-    std::snprintf(line, sizeof(line), "%5d %-12.12s %5d %3d %4d %8s %8s %8s %8s %8s %8s %8s %8s %9s %10lld%s\n",
-                  r.rank, r.host.c_str(), r.stage, r.tp_rank, r.device, gib(r.total).c_str(), gib(r.allowed).c_str(),
+    std::snprintf(line, sizeof(line), "%5d %-12.12s %5d %3d %4d %7d %8s %8s %8s %8s %8s %8s %8s %8s %9s %10lld%s\n",
+                  r.rank, r.host.c_str(), r.stage, r.tp_rank, r.device, r.ranks_on_device, gib(r.total).c_str(), gib(r.allowed).c_str(),
                   gib(r.in_use).c_str(), gib(r.weights).c_str(), gib(r.activations).c_str(), gib(r.sampling).c_str(),
                   gib(r.graphs).c_str(), gib(r.margin).c_str(), gib(r.left()).c_str(), r.kv_blocks,
                   fits ? "" : "  <- does not fit");
@@ -80,7 +89,7 @@ std::string format_memory_table(const std::vector<MemoryRow>& rows, double utili
   return out;
 }
 
-std::vector<MemoryRow> require_memory_fit(const MemoryRow& mine, double utilization) {
+std::vector<MemoryRow> require_memory_fit(const MemoryRow& mine, double utilization, bool per_rank) {
   int size = 1;
   CONVEYOR_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   const std::array<double, kFields> packed = pack(mine);
@@ -96,7 +105,7 @@ std::vector<MemoryRow> require_memory_fit(const MemoryRow& mine, double utilizat
     rows.push_back(unpack(all.data() + static_cast<size_t>(r) * kFields, hosts.data() + static_cast<size_t>(r) * kHostChars));
     fits = fits && rows.back().kv_blocks > 0;
   }
-  if (!fits) CONVEYOR_THROW("this layout does not fit in GPU memory\n", format_memory_table(rows, utilization));
+  if (!fits) CONVEYOR_THROW("this layout does not fit in GPU memory\n", format_memory_table(rows, utilization, per_rank));
   return rows;
 }
 

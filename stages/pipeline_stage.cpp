@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "runtime/core/error.h"
+#include "runtime/core/log.h"
 #include "runtime/dist/mpi_communicator.h"
 #include "runtime/dist/process_groups.h"
 #include "runtime/dist/world_config.h"
@@ -81,7 +82,9 @@ void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words,
   if (profiled) ops_->set_profiling(true);
   const double t0 = timeline_.now();
   Tensor logits;
+  const int64_t m0 = ops_->mark(ops_->stream());
   Tensor hidden = model_->run(plan, input, is_last() ? &logits : nullptr);
+  add_device_span(plan.step, Phase::kGpuCompute, m0, ops_->mark(ops_->stream()), static_cast<int64_t>(plan.num_tokens()));
   StepResult result;
   if (samples) result = sampler_->sample(plan, logits.view());
   if (profiled) ops_->set_profiling(false);
@@ -91,6 +94,34 @@ void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words,
   } else if (samples) {
     send_result(result);
   }
+}
+
+void PipelineStage::start_clock() {
+  timeline_.restart();
+  device_spans_.clear();
+  ops_->restart_marks();
+}
+
+const StageTimeline& PipelineStage::timeline() {
+  for (const DeviceSpan& d : device_spans_) {
+    const double b = ops_->mark_seconds(d.begin), e = ops_->mark_seconds(d.end);
+    if (b >= 0 && e >= b) timeline_.add(d.step, d.phase, b, e, d.tokens);
+  }
+  device_spans_.clear();
+  return timeline_;
+}
+
+void PipelineStage::add_device_span(int64_t step, Phase phase, int64_t begin, int64_t end, int64_t tokens) {
+  if (begin >= 0 && end >= 0) device_spans_.push_back(DeviceSpan{step, phase, begin, end, tokens});
+}
+
+Tensor PipelineStage::payload_for(const Tensor& hidden) {
+  void* cs = ops_->comm_stream();
+  if (cs == ops_->stream()) return hidden;
+  Tensor copy = ops_->empty(hidden.rows(), hidden.cols(), hidden.view().dtype);
+  ops_->copy_cols(copy.view(), 0, hidden.view(), 0, hidden.cols());
+  ops_->order_after(cs, ops_->stream());
+  return copy;
 }
 
 void PipelineStage::flush_sends() {
@@ -113,9 +144,14 @@ void PipelineStage::send_down(int64_t step, std::vector<int64_t> words, const Te
   const int next = stage_ + 1;
   o->requests.push_back(links_.pipeline_ctl->isend(o->header.data(), 2, DType::kI64, next, nullptr));
   o->requests.push_back(links_.pipeline_ctl->isend(o->words.data(), o->words.size(), DType::kI64, next, nullptr));
-  if (o->header[1] > 0)
-    o->requests.push_back(links_.pipeline->isend(hidden.view().data, static_cast<size_t>(o->header[1]),
-                                                 hidden.view().dtype, next, ops_->stream()));
+  if (o->header[1] > 0) {
+    o->hidden = payload_for(hidden);
+    void* cs = ops_->comm_stream();
+    const int64_t m0 = ops_->mark(cs);
+    o->requests.push_back(links_.pipeline->isend(o->hidden.view().data, static_cast<size_t>(o->header[1]),
+                                                 o->hidden.view().dtype, next, cs));
+    add_device_span(step, Phase::kGpuTransfer, m0, ops_->mark(cs), hidden.rows());
+  }
   outgoing_.push_back(std::move(o));
   timeline_.add(step, Phase::kSend, t0, timeline_.now(), hidden.empty() ? 0 : hidden.rows());
 }
@@ -161,8 +197,13 @@ StepPlan PipelineStage::receive_from_previous(std::vector<int64_t>* words, Tenso
                                             " from stage " + std::to_string(stage_ - 1));
   if (expected > 0) {
     *hidden = ops_->empty(static_cast<int64_t>(plan.num_tokens()), spec_.hidden);
-    links_.pipeline->recv(hidden->view().data, static_cast<size_t>(expected), hidden->view().dtype, stage_ - 1,
-                          ops_->stream());
+    // The new tensor's memory may still be in use by kernels enqueued before; compute waits for the data.
+    void* cs = ops_->comm_stream();
+    ops_->order_after(cs, ops_->stream());
+    const int64_t m0 = ops_->mark(cs);
+    links_.pipeline->recv(hidden->view().data, static_cast<size_t>(expected), hidden->view().dtype, stage_ - 1, cs);
+    add_device_span(plan.step, Phase::kGpuTransfer, m0, ops_->mark(cs), static_cast<int64_t>(plan.num_tokens()));
+    ops_->order_after(ops_->stream(), cs);
   }
   // Overlap: the next micro-batch's header is already on its way while this one computes.
   if (!plan.shutdown) post_header_receive();
@@ -320,9 +361,17 @@ PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& spec
   if (backend == Backend::kCuda) {
 #ifdef CONVEYOR_WITH_CUDA
     const bool samples = share.lm_head && me.tensor == 0;
-    CudaStageParts cuda = make_cuda_stage_parts(opt, spec, share, weights, kv, samples, device, me.stage);
+    CudaPlacement place;
+    place.device = device;
+    place.stage = me.stage;
+    place.ranks_on_device = groups.ranks_on_device;
+    place.graphs_capturable = links.tensor == nullptr || links.tensor->capturable();
+    CudaStageParts cuda = make_cuda_stage_parts(opt, spec, share, weights, kv, samples, place);
     // Collective: every rank fails with the whole table when one of them has no room.
-    require_memory_fit(cuda.memory, opt.gpu_memory_utilization);
+    const bool per_rank = opt.gpu_memory_utilization_per_rank > 0;
+    const double util = per_rank ? opt.gpu_memory_utilization_per_rank : opt.gpu_memory_utilization;
+    const std::vector<MemoryRow> rows = require_memory_fit(cuda.memory, util, per_rank);
+    if (world.rank() == 0 && opt.num_blocks <= 0) spdlog::info("{}", format_memory_table(rows, util, per_rank));
     ops = std::move(cuda.ops);
     sampler = std::move(cuda.sampler);
     blocks = cuda.kv_blocks;

@@ -4,9 +4,12 @@
 //   stage s>0:  plan + hidden states from stage s-1 (same tp rank) -> layers -> send down
 //   last stage: -> final norm, LM head -> tp 0 samples (StageSampler) -> StepResult to the leader
 // Plans travel on MPI control communicators; hidden states on the data communicators (MPI on the CPU
-// backend; NCCL on the CUDA backend, in device memory, ordered on the ops' stream). Receives of micro-batch m+1 are posted before m is computed and sends are
-// non-blocking, so up to `micro_batches` plans are in the pipe at once. A shutdown plan flows down
-// the same path and ends serve() on every rank. Every rank records its spans in a StageTimeline.
+// backend; NCCL or host-staged MPI on the CUDA backend, in device memory, on the ops' communication
+// stream, ordered against compute by events, so micro-batch m travels while m+1 computes). The header
+// of micro-batch m+1 is received while m computes and sends are non-blocking, so up to
+// `micro_batches` plans are in the pipe at once. A shutdown plan flows down the same path and ends
+// serve() on every rank. Every rank records its spans in a StageTimeline (on a GPU also the device
+// time of its compute and transfers).
 #pragma once
 
 #include <array>
@@ -52,7 +55,8 @@ class PipelineStage {
   int block_size() const { return cache_->shape().block_size; }
   int num_stages() const { return num_stages_; }
   int stage() const { return stage_; }
-  const StageTimeline& timeline() const { return timeline_; }
+  // The spans so far; device spans are read (waiting for the device) on each call.
+  const StageTimeline& timeline();
   // runtime.cuda_graphs: decode steps as CUDA graphs (StageModel::set_graphs).
   void set_cuda_graphs(bool on) { model_->set_graphs(on); }
   // runtime.profile_step: the step whose kernels a profiler started with collection off records.
@@ -60,7 +64,7 @@ class PipelineStage {
   // Arms the watchdog's deadline around every wait for a peer (not owned; may be null).
   void set_watchdog(Watchdog* watchdog) { watchdog_ = watchdog; }
   // Call on every rank right after a barrier: the spans' common origin.
-  void start_clock() { timeline_.restart(); }
+  void start_clock();
 
   // Non-leader ranks: run plans until the shutdown plan arrives.
   void serve();
@@ -84,6 +88,16 @@ class PipelineStage {
   StepPlan receive_from_previous(std::vector<int64_t>* words, Tensor* hidden);
   void post_header_receive();
   bool is_last() const { return stage_ == num_stages_ - 1; }
+  // A span between two device marks (Ops::mark), read into the timeline by timeline().
+  struct DeviceSpan {
+    int64_t step;
+    Phase phase;
+    int64_t begin, end, tokens;
+  };
+  void add_device_span(int64_t step, Phase phase, int64_t begin, int64_t end, int64_t tokens);
+  // The hidden states go down on the communication stream as a copy: the next micro-batch may
+  // overwrite the original (a graph's output buffer) before the transfer has read it.
+  Tensor payload_for(const Tensor& hidden);
 
   ModelSpec spec_;
   int stage_, num_stages_, tp_rank_;
@@ -101,6 +115,7 @@ class PipelineStage {
   int64_t profile_step_ = -1;  // the last micro-batch this rank ran, for watchdog messages
   Watchdog* watchdog_ = nullptr;
   StageTimeline timeline_;
+  std::vector<DeviceSpan> device_spans_;
 };
 
 // The leader's view of its replica's pipeline, for the Engine: up to micro_batches plans in flight.

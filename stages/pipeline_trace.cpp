@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,13 +18,54 @@ const char* phase_name(Phase p) {
     case Phase::kCompute: return "compute";
     case Phase::kSend: return "send";
     case Phase::kWait: return "wait";
+    case Phase::kGpuCompute: return "gpu compute";
+    case Phase::kGpuTransfer: return "gpu transfer";
   }
   return "?";
 }
 
+bool is_gpu_phase(Phase p) { return p == Phase::kGpuCompute || p == Phase::kGpuTransfer; }
+
 namespace {
 constexpr int kHeaderWords = 4;  // data, stage, tensor, span count
 constexpr int kSpanWords = 5;
+constexpr int kGpuTrack = 1 << 20;  // tid offset of a rank's device track
+
+// Seconds of `phase` spans that no `cover` span overlaps.
+double exposed_seconds(const std::vector<Span>& spans, Phase phase, Phase cover) {
+  std::vector<std::pair<double, double>> covered;
+  for (const Span& s : spans)
+    if (s.phase == cover) covered.emplace_back(s.begin_s, s.end_s);
+  std::sort(covered.begin(), covered.end());
+  double exposed = 0;
+  for (const Span& s : spans) {
+    if (s.phase != phase) continue;
+    double t = s.begin_s, hidden = 0;
+    for (const auto& [b, e] : covered) {
+      if (e <= t) continue;
+      if (b >= s.end_s) break;
+      hidden += std::min(e, s.end_s) - std::max(b, t);
+      t = std::min(e, s.end_s);
+    }
+    exposed += (s.end_s - s.begin_s) - hidden;
+  }
+  return exposed;
+}
+
+// A rank's compute and send seconds: from its device spans when it has any, else its host spans.
+std::pair<double, double> rank_busy_send(const RankTimeline& r) {
+  bool gpu = false;
+  for (const Span& s : r.spans) gpu = gpu || is_gpu_phase(s.phase);
+  const Phase compute = gpu ? Phase::kGpuCompute : Phase::kCompute;
+  double compute_s = 0;
+  for (const Span& s : r.spans)
+    if (s.phase == compute) compute_s += s.end_s - s.begin_s;
+  if (gpu) return {compute_s, exposed_seconds(r.spans, Phase::kGpuTransfer, Phase::kGpuCompute)};
+  double send_s = 0;
+  for (const Span& s : r.spans)
+    if (s.phase == Phase::kSend) send_s += s.end_s - s.begin_s;
+  return {compute_s, send_s};
+}
 }  // namespace
 
 std::vector<RankTimeline> gather_timelines(const StageTimeline& mine, int data, int stage, int tensor, MPI_Comm comm) {
@@ -83,10 +126,9 @@ PipelineUsage summarize_usage(const std::vector<RankTimeline>& ranks) {
     StageUsage& st = by_stage[r.stage];
     st.stage = r.stage;
     ++ranks_in_stage[r.stage];
-    for (const Span& s : r.spans) {
-      if (s.phase == Phase::kCompute) st.compute_s += s.end_s - s.begin_s;
-      if (s.phase == Phase::kSend) st.send_s += s.end_s - s.begin_s;
-    }
+    const auto [compute_s, send_s] = rank_busy_send(r);
+    st.compute_s += compute_s;
+    st.send_s += send_s;
   }
   for (auto& [stage, st] : by_stage) {
     const double n = ranks_in_stage[stage];
@@ -122,8 +164,17 @@ nlohmann::json chrome_trace(const std::vector<RankTimeline>& ranks, const Pipeli
     events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", r.rank}, {"args", {{"name", track}}}});
     events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", 0}, {"tid", r.rank},
                       {"args", {{"sort_index", r.rank}}}});
+    bool gpu = false;
+    for (const Span& s : r.spans) gpu = gpu || is_gpu_phase(s.phase);
+    if (gpu) {
+      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", kGpuTrack + r.rank},
+                        {"args", {{"name", "rank " + std::to_string(r.rank) + " gpu" + track.substr(track.find(' ', 5))}}}});
+      events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", 0}, {"tid", kGpuTrack + r.rank},
+                        {"args", {{"sort_index", r.rank}}}});
+    }
     for (const Span& s : r.spans)
-      events.push_back({{"ph", "X"}, {"pid", 0}, {"tid", r.rank}, {"cat", phase_name(s.phase)},
+      events.push_back({{"ph", "X"}, {"pid", 0}, {"tid", (is_gpu_phase(s.phase) ? kGpuTrack : 0) + r.rank},
+                        {"cat", phase_name(s.phase)},
                         {"name", std::string(phase_name(s.phase)) + " mb " + std::to_string(s.step)},
                         {"ts", s.begin_s * 1e6}, {"dur", (s.end_s - s.begin_s) * 1e6},
                         {"args", {{"micro_batch", s.step}, {"tokens", s.tokens}, {"stage", r.stage}}}});

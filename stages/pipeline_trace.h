@@ -16,7 +16,10 @@
 
 namespace conveyor {
 
-enum class Phase { kRecv, kCompute, kSend, kWait };
+// kGpu*: device time of a CUDA rank (timing events): its kernels, and its transfers on the
+// communication stream. The host phases of the same rank are kept beside them.
+enum class Phase { kRecv, kCompute, kSend, kWait, kGpuCompute, kGpuTransfer };
+bool is_gpu_phase(Phase p);
 const char* phase_name(Phase p);
 
 struct Span {
@@ -69,12 +72,14 @@ struct PipelineUsage {
 };
 
 // busy = computing; send = posting and completing sends; bubble = the rest of the window (waiting to
-// receive, waiting for results, idle): a stage that has nothing to do while others work.
+// receive, waiting for results, idle): a stage that has nothing to do while others work. A rank with
+// device spans is measured on the device: busy = its kernels, send = the part of its transfers that
+// no kernel overlaps (a transfer hidden behind compute costs the stage nothing).
 PipelineUsage summarize_usage(const std::vector<RankTimeline>& ranks);
 
 // Chrome trace event format (loads in chrome://tracing and ui.perfetto.dev): one process, one thread
-// (track) per rank named "rank R (stage S, tp T)", complete ("X") events in microseconds, plus the
-// usage under "conveyor_usage".
+// (track) per rank named "rank R (stage S, tp T)", and one "rank R gpu (...)" for its device spans,
+// complete ("X") events in microseconds, plus the usage under "conveyor_usage".
 nlohmann::json chrome_trace(const std::vector<RankTimeline>& ranks, const PipelineUsage& usage);
 
 }  // namespace conveyor

@@ -63,8 +63,8 @@ KvLayerView StageModel::kv_view(int layer) const {
 
 Tensor StageModel::run(const StepPlan& plan, const Tensor& input, Tensor* logits) {
   BatchInfo b = make_batch_info(plan, cache_.shape().block_size, is_first());
-  if (graphs_on_ && tp_ == nullptr && ops_.supports_graphs() && DecodeGraphs::is_pure_decode(plan) &&
-      ops_.graph_safe(b)) {
+  const bool tp_capturable = tp_ == nullptr || tp_->capturable();
+  if (graphs_on_ && tp_capturable && ops_.supports_graphs() && DecodeGraphs::is_pure_decode(plan) && ops_.graph_safe(b)) {
     const int bucket = DecodeGraphs::bucket_for(b.num_seqs());
     if (bucket > 0) return run_decode_graph(b, bucket, input, logits);
   }

@@ -40,8 +40,9 @@ class StageModel {
   Tensor forward(const StepPlan& plan, const Tensor& input, std::vector<float>* logits);
 
   // Decode steps replay CUDA graphs (decode_graphs.h) when on (the default), the backend supports
-  // them and tp = 1 (a TP all-reduce inside a capture is left out for simplicity); prefill and mixed
-  // steps always run eagerly. Tensors run() returns from a graph are views of the graph's own
+  // them and the TP transport can be captured (tp = 1, or NCCL: every TP rank sees the same plans, so
+  // all capture and replay the same steps; the host-staged transport waits on the host and cannot);
+  // prefill and mixed steps always run eagerly. Tensors run() returns from a graph are views of the graph's own
   // buffers: valid until the next step of this stage (consumers are ordered on the ops' stream).
   void set_graphs(bool on) { graphs_on_ = on; }
   size_t num_graphs() const { return graphs_.size(); }

@@ -18,6 +18,7 @@ StageOptions StageOptions::from_config(const Config& c) {
   o.num_blocks = c.get_int("cache.num_blocks");
   o.cpu_kv_cache_space_gib = c.get_float("cache.cpu_kv_cache_space");
   o.gpu_memory_utilization = c.get_float("cache.gpu_memory_utilization");
+  o.gpu_memory_utilization_per_rank = c.get_float("cache.gpu_memory_utilization_per_rank");
   o.kv_cache_dtype = c.get_string("cache.kv_cache_dtype");
   o.dtype = c.get_string("model.dtype");
   o.max_model_len = c.get_int("model.max_model_len");
@@ -27,6 +28,11 @@ StageOptions StageOptions::from_config(const Config& c) {
   o.cuda_graphs = c.get_bool("runtime.cuda_graphs");
   o.profile_step = c.get_int("runtime.profile_step");
   return o;
+}
+
+double StageOptions::gpu_share(int ranks_on_device) const {
+  if (gpu_memory_utilization_per_rank > 0) return gpu_memory_utilization_per_rank;
+  return gpu_memory_utilization / (ranks_on_device > 1 ? ranks_on_device : 1);
 }
 
 }  // namespace conveyor

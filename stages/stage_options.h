@@ -28,6 +28,7 @@ struct StageOptions {
   long long num_blocks = 0;             // cache.num_blocks (0: from memory)
   double cpu_kv_cache_space_gib = 4.0;  // cache.cpu_kv_cache_space
   double gpu_memory_utilization = 0.9;  // cache.gpu_memory_utilization
+  double gpu_memory_utilization_per_rank = 0;  // cache.gpu_memory_utilization_per_rank (0: unset)
   std::string kv_cache_dtype = "auto";  // cache.kv_cache_dtype
   // model.*
   std::string dtype = "auto";  // model.dtype (CUDA backend)
@@ -38,6 +39,9 @@ struct StageOptions {
   int64_t profile_step = -1;   // runtime.profile_step
 
   static StageOptions from_config(const Config& config);
+  // The share of its GPU's memory one rank plans with: the per-rank key when set, else
+  // gpu_memory_utilization divided among the ranks on that GPU.
+  double gpu_share(int ranks_on_device) const;
 };
 
 }  // namespace conveyor

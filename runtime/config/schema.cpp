@@ -49,6 +49,10 @@ std::vector<KeySpec> build_schema() {
       ranged(key("parallel.micro_batches", VT::kInt, "0", "micro-batches in flight (0: = pipeline)"), 0, 1024),
       key("parallel.device_profile", VT::kString, "",
           "`conveyor doctor --output-json` file the layer split is planned with (empty: the roofline)"),
+      one_of(key("parallel.data_transport", VT::kString, "auto",
+                 "GPU data plane per group: auto = nccl where the group's ranks are on distinct GPUs, else the "
+                 "shared-GPU transport; staged = host-staged MPI over pinned buffers; ipc = CUDA IPC"),
+             {"auto", "nccl", "staged", "ipc"}),
       // scheduler
       ranged(key("scheduler.max_num_seqs", VT::kInt, "256", "sequences per step"), 1, 1 << 20),
       ranged(key("scheduler.max_num_batched_tokens", VT::kInt, "8192", "tokens per step"), 1, 1 << 24),
@@ -57,6 +61,9 @@ std::vector<KeySpec> build_schema() {
       one_of(key("cache.block_size", VT::kInt, "16", "tokens per KV block"), {"8", "16", "32", "64", "128"}),
       ranged(key("cache.gpu_memory_utilization", VT::kFloat, "0.9", "share of GPU memory conveyor may use"),
              0.0, 1.0, true),
+      ranged(key("cache.gpu_memory_utilization_per_rank", VT::kFloat, "0",
+                 "share of GPU memory each rank may use (0: gpu_memory_utilization / ranks on that GPU)"),
+             0.0, 1.0),
       one_of(key("cache.kv_cache_dtype", VT::kString, "auto", "KV cache dtype"),
              {"auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3"}),
       ranged(key("cache.num_blocks", VT::kInt, "0", "KV blocks per rank (0: from memory)"), 0, 1ll << 32),

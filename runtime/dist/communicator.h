@@ -1,7 +1,8 @@
 // The transport interface of conveyor: point-to-point and collectives over typed buffers within one
 // group (a TP group, a pipeline, a DP group). Peers and roots are group-local ranks. Two implementations:
 // MpiCommunicator (host memory; the CPU backend's transport) and NcclCommunicator (device memory,
-// ordered on a CUDA stream). Calls on one communicator from one thread are ordered; p2p messages
+// ordered on a CUDA stream), and StagedCommunicator (device memory through pinned host buffers and MPI,
+// for ranks sharing a GPU). Calls on one communicator from one thread are ordered; p2p messages
 // between a pair arrive in the order sent.
 #pragma once
 
@@ -31,7 +32,7 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int rank() const = 0;  // group-local
   virtual int size() const = 0;
-  virtual const char* kind() const = 0;  // "mpi" or "nccl"
+  virtual const char* kind() const = 0;  // "mpi", "nccl" or "staged"
   virtual std::string name() const = 0;  // "tp group of stage 1" — used in errors
 
   virtual void send(const void* buf, size_t count, DType dtype, int peer, Stream stream) = 0;
@@ -51,6 +52,9 @@ class Communicator {
   // peer, or a ring exchange). NCCL needs this to avoid deadlock; MPI's non-blocking calls do not.
   virtual void group_start() {}
   virtual void group_end() {}
+  // Whether its device-side calls may be recorded into a CUDA graph: they only enqueue work on the
+  // stream and never wait on the host (NCCL); a transport that stages through the host cannot be.
+  virtual bool capturable() const { return false; }
 
   // Polled by the Watchdog from its own thread: "" while healthy, else what went wrong asynchronously
   // (NCCL records errors of enqueued work; MPI reports its errors from the call itself).

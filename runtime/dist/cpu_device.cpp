@@ -57,6 +57,7 @@ std::unique_ptr<Device> make_cpu_device() { return std::make_unique<CpuDevice>()
 #ifdef CONVEYOR_WITH_CUDA
 std::unique_ptr<Device> make_cuda_device(int ordinal);  // runtime/dist/cuda/cuda_device.cpp
 int cuda_device_count_impl();
+std::string current_cuda_uuid();
 #endif
 
 int cuda_device_count() {
@@ -79,6 +80,15 @@ Backend resolve_backend(const std::string& configured) {
     return Backend::kCuda;
   }
   return cuda_device_count() > 0 ? Backend::kCuda : Backend::kCpu;
+}
+
+std::string device_identity(Backend backend) {
+  const std::string host = process_identity().host;
+#ifdef CONVEYOR_WITH_CUDA
+  if (backend == Backend::kCuda) return host + "/" + current_cuda_uuid();
+#endif
+  (void)backend;
+  return host + "/cpu";
 }
 
 std::unique_ptr<Device> make_device(Backend backend, int local_rank) {

@@ -18,6 +18,7 @@ struct DeviceInfo {
   Backend backend = Backend::kCpu;
   int index = -1;  // CUDA ordinal, -1 for the host
   std::string name;
+  std::string uuid;  // the physical GPU ("GPU-..."), whatever CUDA_VISIBLE_DEVICES numbers it; "" on the host
   size_t total_memory = 0;
   size_t free_memory = 0;
 };
@@ -39,6 +40,9 @@ class Device {
 // "auto" is cuda when conveyor was built with CUDA and a GPU is visible, else cpu.
 Backend resolve_backend(const std::string& configured);
 int cuda_device_count();  // 0 without CUDA
+// "host/uuid" of this process's current CUDA device, or "host/cpu": equal for two ranks exactly when
+// they compute on the same device.
+std::string device_identity(Backend backend);
 // local_rank picks the GPU (local_rank % device count).
 std::unique_ptr<Device> make_device(Backend backend, int local_rank);
 

@@ -26,6 +26,7 @@
 #include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
 #include "stages/cuda/cuda_memory.h"
+#include "stages/cuda/cuda_transfer_streams.h"
 #include "stages/cuda/step_metadata.h"
 
 namespace conveyor {
@@ -65,6 +66,7 @@ class CudaOps final : public Ops {
                    dtype_name(dt), "; set model.dtype to bfloat16 or float16");
     CONVEYOR_CUDA_CHECK(cudaSetDevice(device));
     CONVEYOR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    transfer_ = std::make_unique<CudaTransferStreams>();
     // Every workspace a step uses is allocated here, once: the launchers take them.
     gemm_workspace_ = CudaBuffer(gemm_workspace_bytes(sizes.metadata.max_tokens, sizes.max_accumulate_cols), "the GEMM workspace");
     gemm_ = std::make_unique<GemmRunner>(gemm_workspace_.data(), gemm_workspace_.bytes());
@@ -85,6 +87,13 @@ class CudaOps final : public Ops {
 
   DType dtype() const override { return dt_; }
   void* stream() const override { return stream_; }
+  void* comm_stream() const override { return transfer_->comm(); }
+  void order_after(void* waiter, void* signaller) override {
+    transfer_->order_after(static_cast<cudaStream_t>(waiter), static_cast<cudaStream_t>(signaller));
+  }
+  int64_t mark(void* s) override { return transfer_->mark(static_cast<cudaStream_t>(s)); }
+  double mark_seconds(int64_t id) override { return transfer_->seconds(id); }
+  void restart_marks() override { transfer_->restart(stream_); }
   void set_profiling(bool on) override {
     CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(stream_));
     CONVEYOR_CUDA_CHECK(on ? cudaProfilerStart() : cudaProfilerStop());
@@ -251,6 +260,7 @@ class CudaOps final : public Ops {
   CudaBuffer attention_workspace_;  // split-K partials, sized for any launch (fixed address for graphs)
   std::shared_ptr<DevicePool> pool_;
   std::shared_ptr<DevicePool> graph_pool_;  // swapped in while capturing
+  std::unique_ptr<CudaTransferStreams> transfer_;  // made in the constructor, on this device
 
   // The step's metadata on the device (step_metadata.h), sized at start-up.
   StepMetadata meta_;

@@ -6,6 +6,8 @@
 // fragmentation and library state.
 #include "stages/cuda/cuda_stage_parts.h"
 
+#include <mpi.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -32,7 +34,8 @@ struct PoolBytes {
   size_t graphs = 0;
 };
 
-PoolBytes pool_bytes(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, size_t elem) {
+PoolBytes pool_bytes(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, size_t elem,
+                     bool graphs_capturable) {
   const ModelTraits traits = model_traits(spec, share.tp_size);
   const size_t q_cols = static_cast<size_t>(traits.attention.n_heads) * traits.attention.head_dim;
   const size_t kv_cols = static_cast<size_t>(traits.attention.n_kv_heads) * traits.attention.head_dim;
@@ -40,7 +43,7 @@ PoolBytes pool_bytes(const StageOptions& opt, const ModelSpec& spec, const Weigh
                            3 * static_cast<size_t>(traits.intermediate_local);
   PoolBytes p;
   p.activations = 2 * static_cast<size_t>(opt.max_num_batched_tokens) * per_token * elem;
-  if (opt.cuda_graphs && share.tp_size == 1) {
+  if (opt.cuda_graphs && graphs_capturable) {
     // Each bucket's graph also holds its hidden states and logits (buckets up to max_num_seqs sum
     // to < 2x it).
     const size_t padded = std::min<size_t>(2 * static_cast<size_t>(opt.max_num_seqs), 256);
@@ -52,14 +55,15 @@ PoolBytes pool_bytes(const StageOptions& opt, const ModelSpec& spec, const Weigh
 
 // What the ops' start-up buffers are made for: the largest step's tokens and sequences, the longest
 // block table, the hidden width (the residual GEMMs accumulate into [tokens, hidden]), the pools.
-CudaOpsSizes ops_sizes(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, size_t elem) {
+CudaOpsSizes ops_sizes(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, size_t elem,
+                       bool graphs_capturable) {
   CudaOpsSizes sizes;
   sizes.metadata.max_tokens = opt.max_num_batched_tokens;
   sizes.metadata.max_seqs = opt.max_num_seqs;
   const int64_t context = spec.context_len(opt.max_model_len);
   sizes.metadata.max_blocks_per_seq = (context + opt.block_size - 1) / opt.block_size;
   sizes.max_accumulate_cols = model_traits(spec, share.tp_size).hidden;
-  const PoolBytes pools = pool_bytes(opt, spec, share, elem);
+  const PoolBytes pools = pool_bytes(opt, spec, share, elem, graphs_capturable);
   sizes.activation_pool_bytes = pools.activations;
   sizes.graph_pool_bytes = pools.graphs;
   return sizes;
@@ -71,10 +75,10 @@ int sampler_rows(const StageOptions& opt) {
 
 // Fills the reserved terms of `row` (weights, activations, sampling, graphs, margin).
 void reserve(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, const WeightSet& weights,
-             bool samples, size_t elem, MemoryRow& row) {
+             bool samples, size_t elem, bool graphs_capturable, MemoryRow& row) {
   // The set is lazy: bytes() is the fp32 size it will yield, not memory it holds.
   const size_t weight_bytes = weights.bytes() / sizeof(float) * elem;
-  const PoolBytes pools = pool_bytes(opt, spec, share, elem);
+  const PoolBytes pools = pool_bytes(opt, spec, share, elem, graphs_capturable);
   const size_t rows = static_cast<size_t>(opt.max_num_seqs);
   const size_t vocab = static_cast<size_t>(spec.vocab);
   const size_t logits = share.lm_head ? rows * vocab * sizeof(float) * (3 + static_cast<size_t>(share.tp_size)) : 0;
@@ -88,7 +92,7 @@ void reserve(const StageOptions& opt, const ModelSpec& spec, const WeightShare& 
   row.activations = static_cast<double>(activations);
   row.sampling = static_cast<double>(logits + sampler);
   row.graphs = static_cast<double>(graphs);
-  row.margin = static_cast<double>(kFixedMargin + cuda_ops_workspace_bytes(ops_sizes(opt, spec, share, elem)));
+  row.margin = static_cast<double>(kFixedMargin + cuda_ops_workspace_bytes(ops_sizes(opt, spec, share, elem, graphs_capturable)));
 }
 
 }  // namespace
@@ -101,16 +105,21 @@ DType cuda_model_dtype(const std::string& d) {
 }
 
 CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share,
-                                     const WeightSet& weights, const PagedKvShape& kv, bool samples, int device,
-                                     int stage) {
+                                     const WeightSet& weights, const PagedKvShape& kv, bool samples,
+                                     const CudaPlacement& place) {
+  const int device = place.device;
+  const int ranks_on_device = place.ranks_on_device;
   const DType dt = cuda_model_dtype(opt.dtype);
   const std::string& kv_dtype = opt.kv_cache_dtype;
   CONVEYOR_CHECK(kv_dtype == "auto" || cuda_model_dtype(kv_dtype) == dt, "cache.kv_cache_dtype = ", kv_dtype,
                  " differs from the model dtype ", dtype_name(dt),
                  "; the CUDA attention kernels keep the KV cache in the model dtype: use auto");
   CudaStageParts parts;
-  const CudaOpsSizes sizes = ops_sizes(opt, spec, share, dtype_size(dt));
+  const CudaOpsSizes sizes = ops_sizes(opt, spec, share, dtype_size(dt), place.graphs_capturable);
   parts.ops = make_cuda_ops(device, dt, sizes);
+  // Ranks sharing a GPU measure after all of them hold their context and workspaces; every rank of the
+  // world comes here (make_pipeline_stage is collective), whatever its own device's count.
+  CONVEYOR_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
   // The sampler's workspace is allocated after memory is measured: the plan reserves it (sampling).
   auto add_sampler = [&] {
     if (samples) parts.sampler = make_cuda_stage_sampler(parts.ops->stream(), spec.vocab, sampler_rows(opt));
@@ -120,21 +129,22 @@ CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& s
   parts.memory.kv_blocks = parts.kv_blocks;
   if (parts.kv_blocks > 0) return add_sampler();
   const size_t elem = dtype_size(dt);
-  const double util = opt.gpu_memory_utilization;
+  const double util = opt.gpu_share(ranks_on_device);
   MemoryRow& row = parts.memory;
+  row.ranks_on_device = ranks_on_device;
   row.rank = process_identity().rank;
   row.host = process_identity().host;
-  row.stage = stage;
+  row.stage = place.stage;
   row.tp_rank = share.tp_rank;
   row.device = device;
-  reserve(opt, spec, share, weights, samples, elem, row);
+  reserve(opt, spec, share, weights, samples, elem, place.graphs_capturable, row);
   size_t total = 0, free = 0;
   cuda_memory_info(device, &total, &free);
   row.total = static_cast<double>(total);
   row.allowed = util * row.total;
   // The ops' workspaces and pool slabs already exist; the plan names them under margin, activations and
-  // graphs, not under in_use.
-  row.in_use = static_cast<double>(total - free) - static_cast<double>(cuda_ops_device_bytes(sizes));
+  // graphs, not under in_use (of which a rank sharing its GPU counts its share).
+  row.in_use = static_cast<double>(total - free) / ranks_on_device - static_cast<double>(cuda_ops_device_bytes(sizes));
   const size_t budget = row.left() > 0 ? static_cast<size_t>(row.left()) : 0;
   const int layers = static_cast<int>(share.last_layer - share.first_layer);
   const PagedKvShape one_block{1, kv.block_size, kv.n_kv_heads, kv.head_dim};

@@ -26,9 +26,20 @@ struct CudaStageParts {
   MemoryRow memory;                       // this rank's row of the start-up memory table
 };
 
+// Where the stage runs: its GPU, its stage index, how many ranks share that GPU, and whether its TP
+// transport lets decode steps be captured as graphs (tp = 1, or NCCL).
+struct CudaPlacement {
+  int device = 0;
+  int stage = 0;
+  int ranks_on_device = 1;
+  bool graphs_capturable = true;
+};
+
 // weights: this rank's share, not yet uploaded (their size is reserved before the KV budget).
+// The rank plans with opt.gpu_share(ranks_on_device) of the GPU and counts its share of what is in use
+// once every rank of the world has made its ops (a world barrier: collective over MPI_COMM_WORLD).
 CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share,
-                                     const WeightSet& weights, const PagedKvShape& kv, bool samples, int device,
-                                     int stage);
+                                     const WeightSet& weights, const PagedKvShape& kv, bool samples,
+                                     const CudaPlacement& place);
 
 }  // namespace conveyor

@@ -1,5 +1,7 @@
-# Body of batch_signal.sh (one rank) and batch_signal_mpi.sh (a 2-rank pipeline under mpirun); the
-# caller sets `bin`, `launch` and `layout`. Under mpirun the signals go to mpirun (as Slurm's would go
+# Body of batch_signal.sh (one rank), batch_signal_mpi.sh (a 2-rank pipeline under mpirun) and
+# batch_signal_gpu_mpi.sh (the same on CUDA ranks); the caller sets `bin`, `launch`, `layout` and
+# `stop_signals`, and may set `kill_ranks` (the ranks kill -9 hits in turn; default 1) and
+# `same_texts=0` (only every custom_id once: bf16 greedy text may follow another batch composition). Under mpirun the signals go to mpirun (as Slurm's would go
 # to srun), and kill -9 hits one rank: every rank must exit, non-zero, without hanging.
 # SIGTERM in the middle of a batch job: the job stops within seconds with exit status 75 and a line
 # saying how many are done and that rerunning resumes; the rerun completes the job; the final output holds
@@ -26,8 +28,8 @@ rank_pid() {
   done
 }
 
-interrupt_and_resume() {  # <signal> <output>
-  local sig=$1 out=$2
+interrupt_and_resume() {  # <signal> <output> [rank to kill -9]
+  local sig=$1 out=$2 victim=${3:-1}
   "${launch[@]}" "$bin" generate "${layout[@]}" --model "$gguf" --input "$tmp/in.jsonl" --output "$out" --max-num-seqs 8 \
     --num-gpu-blocks-override 512 2>"$out.log" &
   local pid=$!  # conveyor (or mpirun) itself, not a subshell, receives the signal
@@ -37,8 +39,8 @@ interrupt_and_resume() {  # <signal> <output>
   done
   local target=$pid
   if [ ${#launch[@]} -gt 0 ] && [ "$sig" = KILL ]; then
-    target=$(rank_pid $pid 1)  # kill -9 one rank (the last stage), not mpirun
-    [ -n "$target" ] || { echo "FAIL: no rank 1 under mpirun $pid"; return 1; }
+    target=$(rank_pid $pid $victim)  # kill -9 one rank, not mpirun
+    [ -n "$target" ] || { echo "FAIL: no rank $victim under mpirun $pid"; return 1; }
   fi
   kill -"$sig" $target
   local t0 rc took
@@ -67,9 +69,9 @@ interrupt_and_resume() {  # <signal> <output>
   before=$(wc -l < "$out")
   [ "$before" -lt 32 ] || { echo "FAIL: the job finished before the signal; make it longer"; return 1; }
   job "$out" || { echo "FAIL: rerun after $sig exited $?"; cat "$out.log"; return 1; }
-  python3 - "$tmp/full.jsonl" "$out" "$before" "$sig" <<'PY'
+  python3 - "$tmp/full.jsonl" "$out" "$before" "$sig" "${same_texts:-1}" <<'PY'
 import json, sys
-full_path, out_path, before, sig = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+full_path, out_path, before, sig, same = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
 def texts(path):
     out = {}
     for line in open(path):
@@ -80,11 +82,14 @@ def texts(path):
 full, resumed = texts(full_path), texts(out_path)
 assert sorted(resumed) == sorted(full) and len(full) == 32, (len(resumed), len(full))
 diff = [k for k in full if full[k] != resumed[k]]
-assert not diff, diff
-print(f"SIG{sig}: interrupted after {before}/32, rerun completed; texts equal the uninterrupted run")
+assert not (same and diff), diff
+print(f"SIG{sig}: interrupted after {before}/32, rerun completed; every custom_id once" +
+      ("; texts equal the uninterrupted run" if same else f"; {len(full) - len(diff)}/32 texts equal"))
 PY
 }
 for sig in "${stop_signals[@]}"; do
   interrupt_and_resume "$sig" "$tmp/stop_$sig.jsonl" || exit 1
 done
-interrupt_and_resume KILL "$tmp/kill.jsonl" || exit 1
+for victim in "${kill_ranks[@]:-1}"; do
+  interrupt_and_resume KILL "$tmp/kill_$victim.jsonl" "$victim" || exit 1
+done

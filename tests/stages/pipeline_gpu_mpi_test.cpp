@@ -1,5 +1,6 @@
-// The pipeline on 2 GPUs (2 ranks): pp=2 (hidden states between stages over NCCL) and tp=2 (TP
-// all-reduces and the LM head's all-gather over NCCL), bf16 on the CUDA backend with device sampling,
+// The pipeline on GPUs, 2 ranks (pp=2, tp=2) or 4 (pp=4, pp=2 x tp=2): hidden states between stages,
+// TP all-reduces and the LM head's all-gather over NCCL when every rank has its own GPU, over the
+// host-staged transport when ranks share one (parallel.data_transport=auto); bf16 on the CUDA backend with device sampling,
 // generate greedy tokens for 18 mixed requests through the real stage executor and Engine. They must
 // follow the single-rank CPU runner's tokens under the tie rule of gpu_tie_rule.h, where the reference
 // logits at a differing step are the CPU runner's, teacher-forced on the reference tokens.
@@ -108,8 +109,12 @@ void check_model(const std::string& name) {
     want = ref->tokens();
   }
   const bool tp_ok = spec.heads % 2 == 0 && (spec.kv_heads % 2 == 0 || 2 % spec.kv_heads == 0);
-  for (auto [pp, tp] : {std::pair<int, int>{2, 1}, std::pair<int, int>{1, 2}}) {
+  const int n = testing::world_size();
+  const std::vector<std::pair<int, int>> layouts =
+      n == 4 ? std::vector<std::pair<int, int>>{{4, 1}, {2, 2}} : std::vector<std::pair<int, int>>{{n, 1}, {1, n}};
+  for (auto [pp, tp] : layouts) {
     if (tp == 2 && !tp_ok) continue;
+    if (tp > 2 || spec.layers < pp) continue;
     const std::string layout = name + " pp=" + std::to_string(pp) + " tp=" + std::to_string(tp);
     SCOPED_TRACE(layout);
     const std::vector<std::vector<int32_t>> got = run_gpu_pipeline(model, spec, pp, tp);

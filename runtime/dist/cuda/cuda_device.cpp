@@ -1,5 +1,6 @@
 // One CUDA GPU as a Device (see runtime/dist/device.h).
 #include <memory>
+#include <string>
 
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/strings.h"
@@ -18,6 +19,20 @@ int cuda_device_count_impl() {
 
 namespace {
 
+std::string uuid_of(int ordinal) {
+  cudaDeviceProp prop{};
+  CONVEYOR_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
+  static const char* hex = "0123456789abcdef";
+  std::string s = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    const auto b = static_cast<unsigned char>(prop.uuid.bytes[i]);
+    s += hex[b >> 4];
+    s += hex[b & 15];
+    if (i == 3 || i == 5 || i == 7 || i == 9) s += '-';
+  }
+  return s;
+}
+
 class CudaDevice : public Device {
  public:
   explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
@@ -31,6 +46,7 @@ class CudaDevice : public Device {
     d.backend = Backend::kCuda;
     d.index = ordinal_;
     d.name = prop.name;
+    d.uuid = uuid_of(ordinal_);
     CONVEYOR_CUDA_CHECK(cudaMemGetInfo(&d.free_memory, &d.total_memory));
     return d;
   }
@@ -72,6 +88,12 @@ class CudaDevice : public Device {
 };
 
 }  // namespace
+
+std::string current_cuda_uuid() {
+  int ordinal = 0;
+  CONVEYOR_CUDA_CHECK(cudaGetDevice(&ordinal));
+  return uuid_of(ordinal);
+}
 
 std::unique_ptr<Device> make_cuda_device(int ordinal) { return std::make_unique<CudaDevice>(ordinal); }
 

@@ -28,6 +28,7 @@ class NcclCommunicator : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const char* kind() const override { return "nccl"; }
+  bool capturable() const override { return true; }
   std::string name() const override { return name_; }
   ncclComm_t handle() const { return comm_; }
 

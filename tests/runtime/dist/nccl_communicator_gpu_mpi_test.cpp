@@ -1,5 +1,6 @@
 // Every Communicator call over NCCL on device memory, two ranks on two GPUs, plus the process groups
-// of the pp=2 and tp=2 layouts.
+// of the pp=2 and tp=2 layouts. NCCL needs one GPU per rank: with fewer the tests skip (not run on one
+// GPU; the shared-GPU transport has staged_communicator_gpu_mpi_test).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -8,14 +9,24 @@
 #include "runtime/dist/mpi_runtime.h"
 #include "runtime/dist/process_groups.h"
 #include "tests/support/communicator_checks.h"
+#include "tests/support/gpu_presence.h"
 #include "tests/support/mpi_world.h"
 
 namespace conveyor {
 namespace {
 
 using testing::world_rank;
+using testing::world_size;
+
+#define SKIP_UNLESS_ONE_GPU_PER_RANK()                                                                    \
+  do {                                                                                                    \
+    if (testing::gpu_count() < world_size())                                                              \
+      GTEST_SKIP() << "NCCL needs one GPU per rank: " << world_size() << " ranks, " << testing::gpu_count() \
+                   << " GPU(s)";                                                                          \
+  } while (0)
 
 TEST(NcclCommunicator, WorldAllCalls) {
+  SKIP_UNLESS_ONE_GPU_PER_RANK();
   auto dev = make_device(Backend::kCuda, world_rank());
   NcclCommunicator comm(MPI_COMM_WORLD, "world");
   Stream s = dev->create_stream();
@@ -25,6 +36,7 @@ TEST(NcclCommunicator, WorldAllCalls) {
 }
 
 TEST(NcclCommunicator, PipelineAndTensorGroups) {
+  SKIP_UNLESS_ONE_GPU_PER_RANK();
   int n = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   auto dev = make_device(Backend::kCuda, world_rank());

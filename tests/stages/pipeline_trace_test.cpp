@@ -1,0 +1,55 @@
+// The usage summary from device spans: a GPU rank is busy for its kernels and sends only for the
+// transfer time no kernel overlaps; host-only ranks keep the host rule; the trace puts device spans
+// on their own track per rank.
+#include "stages/pipeline_trace.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <vector>
+
+namespace conveyor {
+namespace {
+
+RankTimeline rank_with(int rank, int stage, std::vector<Span> spans) {
+  RankTimeline r;
+  r.rank = rank;
+  r.stage = stage;
+  r.spans = std::move(spans);
+  return r;
+}
+
+TEST(PipelineTrace, GpuRanksCountKernelsAndOnlyTheExposedTransfer) {
+  // Stage 0 on a GPU: kernels [0, 4) and [5, 9); transfers [3, 6) (1 s hidden at [3, 4), 1 s at [5, 6),
+  // 1 s exposed) and [9, 10) (exposed). Host spans of the same rank are ignored for usage.
+  RankTimeline gpu = rank_with(0, 0, {{0, Phase::kGpuCompute, 0, 4, 8}, {1, Phase::kGpuCompute, 5, 9, 8},
+                                      {0, Phase::kGpuTransfer, 3, 6, 8}, {1, Phase::kGpuTransfer, 9, 10, 8},
+                                      {0, Phase::kCompute, 0, 0.5, 8}, {0, Phase::kSend, 0.5, 9.5, 8}});
+  // Stage 1 on the host: compute 2 s, send 1 s.
+  RankTimeline host = rank_with(1, 1, {{0, Phase::kCompute, 1, 3, 8}, {0, Phase::kSend, 3, 4, 8}});
+  const PipelineUsage u = summarize_usage({gpu, host});
+  ASSERT_EQ(u.stages.size(), 2u);
+  EXPECT_DOUBLE_EQ(u.window_s, 10.0);
+  EXPECT_DOUBLE_EQ(u.stages[0].compute_s, 8.0);
+  EXPECT_DOUBLE_EQ(u.stages[0].send_s, 2.0);
+  EXPECT_DOUBLE_EQ(u.stages[0].bubble_pct, 0.0);
+  EXPECT_DOUBLE_EQ(u.stages[1].compute_s, 2.0);
+  EXPECT_DOUBLE_EQ(u.stages[1].send_s, 1.0);
+  EXPECT_DOUBLE_EQ(u.stages[1].bubble_pct, 70.0);
+
+  const nlohmann::json trace = chrome_trace({gpu, host}, u);
+  std::set<int> gpu_tracks, host_tracks;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const std::string cat = e["cat"];
+    (cat.rfind("gpu", 0) == 0 ? gpu_tracks : host_tracks).insert(e["tid"].get<int>());
+  }
+  EXPECT_EQ(host_tracks, (std::set<int>{0, 1}));
+  ASSERT_EQ(gpu_tracks.size(), 1u);
+  EXPECT_EQ(host_tracks.count(*gpu_tracks.begin()), 0u);
+}
+
+}  // namespace
+}  // namespace conveyor
