@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "runtime/batch/prompt_logprobs.h"
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
 
@@ -114,6 +115,7 @@ void read_body(const json& body, const BatchInputOptions& options, BatchRequest*
     r->model = model->get<std::string>();
   }
   r->sampling = SamplingParams::from_json(body, options.defaults);
+  r->prompt_logprobs = read_prompt_logprobs(body);
 }
 
 void read_openai_line(const json& j, const BatchInputOptions& options, BatchRequest* r) {

@@ -28,6 +28,7 @@ struct BatchRequest {
   std::vector<int32_t> prompt_ids;   // completions with a token-id prompt (then prompt_text is "")
   std::vector<ChatMessage> messages; // chat completions
   SamplingParams sampling;
+  std::optional<int64_t> prompt_logprobs;  // vLLM's prompt_logprobs (prompt_logprobs.h)
 
   bool prompt_is_ids() const { return !prompt_ids.empty(); }
 };
