@@ -14,6 +14,7 @@
 
 #include "runtime/batch/input.h"
 #include "runtime/batch/logprobs.h"
+#include "runtime/batch/prompt_logprobs.h"
 #include "runtime/batch/output.h"
 #include "runtime/batch/progress.h"
 #include "runtime/batch/request_fields.h"
@@ -82,6 +83,7 @@ void BatchJob::admit(Generator& engine) {
     req.id = static_cast<int64_t>(i);
     req.index = static_cast<uint64_t>(r.line);
     req.params = r.sampling;
+    if (r.prompt_logprobs) req.scoring = PromptScoring{true, static_cast<int32_t>(*r.prompt_logprobs), false, 1};
     req.label = "line " + std::to_string(r.line) + " (custom_id " + r.custom_id + ")";
     try {
       if (!r.model.empty()) check_model_name(r.model, opt_.served_model_names);
@@ -114,6 +116,7 @@ void BatchJob::record(const CompletionOutput& out, const Tokenizer* tok) {
   res.finish_reason = out.finish_reason;
   res.prompt_tokens = out.prompt_tokens;
   res.logprobs = openai_logprobs(out, r.endpoint, tok);
+  if (r.prompt_logprobs) res.prompt_logprobs = openai_prompt_logprobs(out, tok);
   writer_->write_result(res);
   stats_.prompt_tokens += out.prompt_tokens;
   stats_.output_tokens += out.completion_tokens;

@@ -15,5 +15,6 @@ int run_doctor_command(const Args& args, int* argc, char*** argv);  // needs MPI
 int run_inspect_command(const Args& args);  // conveyor inspect <model dir | file.gguf>
 int run_generate_command(const Args& args, int* argc, char*** argv);  // conveyor generate (MPI)
 int run_bench_command(const Args& args, int* argc, char*** argv);     // conveyor bench throughput|latency (MPI)
+int run_perplexity_command(const Args& args, int* argc, char*** argv);  // conveyor perplexity (MPI)
 
 }  // namespace conveyor

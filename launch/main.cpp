@@ -23,6 +23,7 @@ const char* kUsage =
     "  plan       layer partition, memory and predicted bubble of a layout; --compare ranks layouts\n"
     "  generate   generate text for a prompt or a batch file (--input), any pp x tp layout\n"
     "  bench      synthetic throughput or latency run (like vllm bench), any pp x tp layout\n"
+    "  perplexity llama.cpp-protocol perplexity and KL divergence of a model on a text, any pp x tp layout\n"
     "  inspect    show a model's spec, tensors and tokenizer (HF directory or .gguf)\n"
     "  --version  print the version\n\n"
     "--debug (with any command): an error also shows the failed check and its source line.\n"
@@ -45,8 +46,9 @@ int dispatch(int argc, char** argv) {
   if (cmd == "inspect") return conveyor::run_inspect_command(args);
   if (cmd == "generate") return conveyor::run_generate_command(args, &argc, &argv);
   if (cmd == "bench") return conveyor::run_bench_command(args, &argc, &argv);
+  if (cmd == "perplexity") return conveyor::run_perplexity_command(args, &argc, &argv);
   CONVEYOR_THROW("unknown command '", cmd, "'",
-                 conveyor::did_you_mean(cmd, {"doctor", "config", "generate", "bench", "plan", "inspect"}),
+                 conveyor::did_you_mean(cmd, {"doctor", "config", "generate", "bench", "plan", "inspect", "perplexity"}),
                  "; run `conveyor --help`");
 }
 

@@ -9,9 +9,11 @@ void LocalModelRunner::submit(const StepPlan& plan) {
   sampler_.apply(plan);
   forward(plan, &logits_);
   const int64_t vocab = spec().vocab;
-  CONVEYOR_CHECK(logits_.size() == plan.num_logits() * static_cast<size_t>(vocab), "runner returned ", logits_.size(),
-                 " logits for ", plan.num_logits(), " rows of vocab ", vocab);
+  const size_t sampled = plan.num_logits() * static_cast<size_t>(vocab);
+  CONVEYOR_CHECK(logits_.size() == sampled + plan.num_score_rows() * static_cast<size_t>(vocab), "runner returned ",
+                 logits_.size(), " logits for ", plan.num_logits() + plan.num_score_rows(), " rows of vocab ", vocab);
   done_.push_back(sampler_.sample(plan, logits_.data(), vocab));
+  done_.back().scores = score_plan(plan, logits_.data() + sampled, vocab);
 }
 
 StepResult LocalModelRunner::wait() {

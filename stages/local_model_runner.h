@@ -14,7 +14,8 @@ namespace conveyor {
 // A model on this rank alone: forward() computes logits, sampling happens right after.
 class LocalModelRunner : public ModelRunner {
  public:
-  // Returns the logits [plan.num_logits(), vocab] (fp32), one row per sequence with wants_logits, in plan order.
+  // Returns the logits (fp32) as StageModel::run orders them: one row per sequence with wants_logits,
+  // then the scored prompt rows, each in plan order.
   virtual void forward(const StepPlan& plan, std::vector<float>* logits) = 0;
 
   void submit(const StepPlan& plan) override;

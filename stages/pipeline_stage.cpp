@@ -86,7 +86,7 @@ void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words,
   Tensor hidden = model_->run(plan, input, is_last() ? &logits : nullptr);
   add_device_span(plan.step, Phase::kGpuCompute, m0, ops_->mark(ops_->stream()), static_cast<int64_t>(plan.num_tokens()));
   StepResult result;
-  if (samples) result = sampler_->sample(plan, logits.view());
+  if (samples) result = sample_and_score(plan, logits);
   if (profiled) ops_->set_profiling(false);
   timeline_.add(plan.step, Phase::kCompute, t0, timeline_.now(), static_cast<int64_t>(plan.num_tokens()));
   if (!is_last()) {
@@ -122,6 +122,20 @@ Tensor PipelineStage::payload_for(const Tensor& hidden) {
   ops_->copy_cols(copy.view(), 0, hidden.view(), 0, hidden.cols());
   ops_->order_after(cs, ops_->stream());
   return copy;
+}
+
+// The sampler reads the first rows as it always did; the scored prompt rows after them come to the
+// host (a perplexity or prompt_logprobs step, never a decode graph) and are scored there.
+StepResult PipelineStage::sample_and_score(const StepPlan& plan, const Tensor& logits) {
+  const int64_t n_sampled = static_cast<int64_t>(plan.num_logits());
+  const int64_t n_scored = static_cast<int64_t>(plan.num_score_rows());
+  if (n_scored == 0) return sampler_->sample(plan, logits.view());
+  const TensorView all = logits.view();
+  StepResult result = sampler_->sample(plan, all.row_slice(0, n_sampled));
+  score_rows_.resize(static_cast<size_t>(n_scored * spec_.vocab));
+  ops_->download(all.row_slice(n_sampled, n_scored), score_rows_.data());
+  result.scores = score_plan(plan, score_rows_.data(), spec_.vocab);
+  return result;
 }
 
 void PipelineStage::flush_sends() {

@@ -81,6 +81,7 @@ class PipelineStage {
     std::vector<std::unique_ptr<CommRequest>> requests;
   };
   void run(const StepPlan& plan, const std::vector<int64_t>& words, const Tensor& input);
+  StepResult sample_and_score(const StepPlan& plan, const Tensor& logits);
   void send_down(int64_t step, std::vector<int64_t> words, const Tensor& hidden);
   void send_result(const StepResult& result);
   void flush_sends();
@@ -106,6 +107,7 @@ class PipelineStage {
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<StageModel> model_;
   std::unique_ptr<StageSampler> sampler_;
+  std::vector<float> score_rows_;         // scored prompt rows on the host, reused across steps
   std::deque<StepResult> local_results_;  // pp = 1: the leader samples itself
   std::deque<std::unique_ptr<Outgoing>> outgoing_;
   std::array<int64_t, 2> next_header_{};

@@ -1,6 +1,8 @@
 // PlanSampler (see plan_sampler.h).
 #include "stages/plan_sampler.h"
 
+#include <utility>
+
 #include "runtime/core/error.h"
 
 namespace conveyor {
@@ -37,6 +39,25 @@ StepResult PlanSampler::sample(const StepPlan& plan, const float* logits, int64_
     ++row;
   }
   return result;
+}
+
+std::vector<PromptScores> score_plan(const StepPlan& plan, const float* rows, int64_t vocab) {
+  std::vector<PromptScores> out;
+  std::vector<int32_t> targets;
+  for (const SeqChunk& c : plan.seqs) {
+    const ChunkScoring& sc = c.score;
+    if (sc.rows == 0) continue;
+    targets.clear();
+    for (int32_t r = sc.first_row; r < sc.first_row + sc.rows; ++r)
+      targets.push_back(r + 1 < static_cast<int32_t>(c.tokens.size()) ? c.tokens[static_cast<size_t>(r) + 1] : sc.next_token);
+    PromptScores s;
+    s.seq_id = c.seq_id;
+    s.first_pos = c.start_pos + sc.first_row;
+    score_logit_rows(rows, sc.rows, vocab, targets.data(), sc.top, sc.full, &s);
+    rows += static_cast<int64_t>(sc.rows) * vocab;
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 namespace {

@@ -55,6 +55,10 @@ class StageSampler {
   virtual StepResult sample(const StepPlan& plan, const TensorView& logits) = 0;
 };
 
+// The prompt scores of a plan: rows [plan.num_score_rows(), vocab] fp32 on the host (the scored rows
+// of StageModel::run, in plan order), one PromptScores per chunk with score rows.
+std::vector<PromptScores> score_plan(const StepPlan& plan, const float* rows, int64_t vocab);
+
 // The CPU backend's: PlanSampler over host logits.
 std::unique_ptr<StageSampler> make_cpu_stage_sampler(int64_t vocab);
 

@@ -29,6 +29,14 @@ BatchInfo make_batch_info(const StepPlan& plan, int block_size, bool with_token_
     if (s.wants_logits) b.logit_rows.push_back(b.query_start.back() + n - 1);
     b.query_start.push_back(b.query_start.back() + n);
   }
+  // Scored prompt rows follow the sampled ones, so a sampler sees exactly the rows it always saw.
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const ChunkScoring& c = plan.seqs[i].score;
+    CONVEYOR_CHECK(c.rows == 0 || (c.first_row >= 0 && c.first_row + c.rows <= static_cast<int>(plan.seqs[i].tokens.size())),
+                   "step ", plan.step, ": sequence ", plan.seqs[i].seq_id, " scores rows [", c.first_row, ", ",
+                   c.first_row + c.rows, ") of a chunk of ", plan.seqs[i].tokens.size());
+    for (int r = 0; r < c.rows; ++r) b.logit_rows.push_back(b.query_start[i] + c.first_row + r);
+  }
   return b;
 }
 
@@ -64,7 +72,8 @@ KvLayerView StageModel::kv_view(int layer) const {
 Tensor StageModel::run(const StepPlan& plan, const Tensor& input, Tensor* logits) {
   BatchInfo b = make_batch_info(plan, cache_.shape().block_size, is_first());
   const bool tp_capturable = tp_ == nullptr || tp_->capturable();
-  if (graphs_on_ && tp_capturable && ops_.supports_graphs() && DecodeGraphs::is_pure_decode(plan) && ops_.graph_safe(b)) {
+  if (graphs_on_ && tp_capturable && ops_.supports_graphs() && DecodeGraphs::is_pure_decode(plan) &&
+      plan.num_score_rows() == 0 && ops_.graph_safe(b)) {
     const int bucket = DecodeGraphs::bucket_for(b.num_seqs());
     if (bucket > 0) return run_decode_graph(b, bucket, input, logits);
   }

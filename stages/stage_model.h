@@ -33,8 +33,9 @@ class StageModel {
 
   // One step over this stage. input: the previous stage's hidden states, updated in place (ignored
   // and may be empty on the first stage). Returns the hidden states after the stage's layers; on the
-  // last stage also sets logits to [plan.num_logits(), vocab] (fp32, plan order, backend memory; an
-  // empty tensor when no sequence wants logits), else leaves them untouched.
+  // last stage also sets logits to [plan.num_logits() + plan.num_score_rows(), vocab] (fp32, backend
+  // memory: the sampled rows in plan order, then the scored prompt rows in plan order; an empty
+  // tensor when there are none), else leaves them untouched.
   Tensor run(const StepPlan& plan, const Tensor& input, Tensor* logits);
   // run() with the logits copied to the host (tests and the CPU runner).
   Tensor forward(const StepPlan& plan, const Tensor& input, std::vector<float>* logits);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/batch/request_fields.h"
+#include "runtime/batch/prompt_logprobs.h"
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
 #include "runtime/tokenizer/utf8.h"
@@ -119,6 +120,7 @@ void read_body(const json& body, const BatchInputOptions& options, BatchRequest*
   }
   r->sampling = SamplingParams::from_json(body, options.defaults);
   r->ignored_fields = check_body_fields(body);
+  r->prompt_logprobs = read_prompt_logprobs(body);
 }
 
 void read_openai_line(const json& j, const BatchInputOptions& options, BatchRequest* r) {

@@ -30,6 +30,7 @@ struct BatchRequest {
   std::vector<ChatMessage> messages; // chat completions
   SamplingParams sampling;
   std::vector<std::string> ignored_fields;  // body fields that change nothing here (check_body_fields)
+  std::optional<int64_t> prompt_logprobs;  // vLLM's prompt_logprobs (prompt_logprobs.h)
 
   bool prompt_is_ids() const { return !prompt_ids.empty(); }
 };

@@ -8,11 +8,11 @@
 
 namespace conveyor {
 
+std::string token_text(const Tokenizer* tok, int32_t id) { return tok ? tok->decode({id}, false) : std::to_string(id); }
+
 namespace {
 
 using nlohmann::json;
-
-std::string token_text(const Tokenizer* tok, int32_t id) { return tok ? tok->decode({id}, false) : std::to_string(id); }
 
 json token_bytes(const std::string& s) {
   json b = json::array();

@@ -3,6 +3,9 @@
 // UTF-8 with utf8_lossy for the JSON strings; chat's "bytes" keep the raw bytes of the token.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include <nlohmann/json_fwd.hpp>
 
 #include "runtime/batch/input.h"
@@ -15,5 +18,8 @@ namespace conveyor {
 // (text_offset counts the raw bytes of earlier tokens); chat {content: [{token, logprob, bytes,
 // top_logprobs}]}. Null without logprobs. tok null: tokens are named by their decimal id.
 nlohmann::json openai_logprobs(const CompletionOutput& out, Endpoint endpoint, const Tokenizer* tok);
+
+// One token's text as logprobs name it (raw bytes; tok null: its decimal id).
+std::string token_text(const Tokenizer* tok, int32_t id);
 
 }  // namespace conveyor

@@ -73,6 +73,7 @@ json make_result_record(const BatchResult& r, const std::string& request_id) {
                  "an error line, not a result)");
   choice["finish_reason"] = finish_reason_name(r.finish_reason);
   choice["logprobs"] = r.logprobs;
+  if (!r.prompt_logprobs.is_null()) choice["prompt_logprobs"] = r.prompt_logprobs;
   choice["token_ids"] = r.token_ids;
   int64_t created = r.created != 0 ? r.created : static_cast<int64_t>(std::time(nullptr));
   json body = {{"id", random_id(chat ? "chatcmpl-" : "cmpl-")},

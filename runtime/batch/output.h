@@ -29,6 +29,7 @@ struct BatchResult {
   FinishReason finish_reason = FinishReason::kLength;  // kStop or kLength (written as "stop" / "length")
   int64_t prompt_tokens = 0;
   nlohmann::json logprobs;         // null, or the OpenAI-shaped logprobs object
+  nlohmann::json prompt_logprobs;  // null, or vLLM's prompt_logprobs array (prompt_logprobs.h)
   int64_t created = 0;             // unix seconds; 0: now
 };
 

@@ -21,7 +21,7 @@ const char* const kUsed[] = {"model", "n", "temperature", "top_p", "top_k", "min
                              "repetition_penalty", "presence_penalty", "frequency_penalty", "max_tokens",
                              "max_completion_tokens", "min_tokens", "stop", "stop_token_ids", "ignore_eos",
                              "include_stop_str_in_output", "skip_special_tokens", "logprobs", "top_logprobs",
-                             "best_of", "use_beam_search", "logit_bias"};
+                             "best_of", "use_beam_search", "logit_bias", "prompt_logprobs"};
 
 bool is_false(const json& v) { return v.is_boolean() && !v.get<bool>(); }
 bool is_empty(const json& v) { return (v.is_array() || v.is_object() || v.is_string()) && v.empty(); }
@@ -51,7 +51,6 @@ const std::vector<Refused>& refused_fields() {
       {"structured_outputs", is_empty, "structured output is not implemented"},
       {"echo", is_false, "echoing the prompt is not implemented"},
       {"suffix", is_empty, "suffix (insertion) is not implemented"},
-      {"prompt_logprobs", [](const json&) { return false; }, "prompt logprobs are not implemented"},
       {"modalities", is_text_only, "only text output is supported"},
       {"audio", is_empty, "audio output is not supported"},
       {"prediction", is_empty, "predicted outputs are not implemented"},

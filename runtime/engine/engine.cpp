@@ -20,7 +20,9 @@ struct Engine::RequestState {
       : id(r.id),
         params(r.params),
         prompt_len(static_cast<int64_t>(r.prompt_ids.size())),
-        checker(r.params, std::move(eos_ids), prompt_len, max_model_len) {
+        checker(r.params, std::move(eos_ids), prompt_len, max_model_len),
+        scoring(r.scoring),
+        next_score_pos(r.scoring.first - 1) {
     if (tok) decoder.emplace(*tok, r.params.skip_special_tokens);
   }
   int64_t id;
@@ -31,6 +33,10 @@ struct Engine::RequestState {
   std::optional<StreamDecoder> decoder;
   std::vector<int32_t> tokens;
   std::vector<TokenLogprobs> logprobs;
+  PromptScoring scoring;
+  int32_t next_score_pos;               // prompt positions below it are scored (or in flight)
+  std::vector<TokenLogprobs> prompt_logprobs;
+  std::vector<float> prompt_full;
   std::chrono::steady_clock::time_point arrival = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point first_token, last_token;
 };
@@ -86,6 +92,7 @@ std::vector<int32_t> Engine::encode(const std::string& text) const {
 void Engine::add_request(Request request) {
   request.params.validate();
   validate_request(request, runner_->spec().vocab, max_model_len_);
+  validate_prompt_scoring(request.scoring, request.label.empty() ? "request " + std::to_string(request.id) : request.label);
   CONVEYOR_CHECK(!states_.count(request.id), "request id ", request.id, " is already running; ids must be unique");
   CONVEYOR_CHECK(tokenizer_ || request.params.stop.empty(), "request ", request.id,
                  ": stop strings need a tokenizer to match text, and the model has none; use stop_token_ids");
@@ -114,6 +121,10 @@ void Engine::fail_refused(std::vector<CompletionOutput>& finished) {
 bool Engine::submit_next() {
   StepPlan plan = scheduler_.schedule();
   if (plan.seqs.empty()) return false;
+  for (SeqChunk& c : plan.seqs) {
+    RequestState& scored = *states_.at(c.seq_id);
+    assign_chunk_scoring(scored.scoring, scheduler_.sequence(c.seq_id).prompt_ids, &scored.next_score_pos, &c);
+  }
   for (const SeqChunk& c : plan.seqs) {
     if (!announced_.insert(c.seq_id).second) continue;
     const RequestState& st = *states_.at(c.seq_id);
@@ -148,6 +159,7 @@ std::vector<CompletionOutput> Engine::step() {
   std::vector<int32_t> sampled;
   for (const SampleResult& r : result.samples) sampled.push_back(r.token);
   scheduler_.on_step_done(plan, sampled);
+  on_scores(result);  // before the tokens: a request that finishes now carries its prompt scores
   size_t k = 0;
   for (const SeqChunk& c : plan.seqs) {
     if (!c.wants_logits) continue;
@@ -164,6 +176,17 @@ void Engine::retire(const std::vector<CompletionOutput>& finished) {
     scheduler_.finish(out.request_id);
     states_.erase(out.request_id);
     if (announced_.erase(out.request_id)) to_retire_.push_back(out.request_id);
+  }
+}
+
+void Engine::on_scores(const StepResult& result) {
+  for (const PromptScores& s : result.scores) {
+    RequestState& st = *states_.at(s.seq_id);
+    CONVEYOR_CHECK(s.first_pos == st.scoring.first - 1 + static_cast<int32_t>(st.prompt_logprobs.size()), "step ",
+                   result.step, ": prompt scores of request ", s.seq_id, " start at position ", s.first_pos,
+                   " but ", st.prompt_logprobs.size(), " positions from ", st.scoring.first - 1, " have come");
+    st.prompt_logprobs.insert(st.prompt_logprobs.end(), s.rows.begin(), s.rows.end());
+    st.prompt_full.insert(st.prompt_full.end(), s.full.begin(), s.full.end());
   }
 }
 
@@ -194,6 +217,9 @@ CompletionOutput Engine::finish_output(const RequestState& st) {
   out.prompt_tokens = st.prompt_len;
   out.completion_tokens = static_cast<int64_t>(st.tokens.size());
   out.logprobs = st.logprobs;
+  out.prompt_logprobs_first = st.scoring.first;
+  out.prompt_logprobs = st.prompt_logprobs;
+  out.prompt_full = st.prompt_full;
   if (!st.tokens.empty()) {
     using secs = std::chrono::duration<double>;
     out.ttft_s = secs(st.first_token - st.arrival).count();
@@ -217,15 +243,34 @@ std::vector<CompletionOutput> Engine::generate(std::vector<Request> requests) {
   return outputs;
 }
 
-nlohmann::json completion_to_json(const CompletionOutput& out) {
-  CONVEYOR_CHECK(out.finish_reason != FinishReason::kNone, "completion_to_json: request ", out.request_id,
-                 " has not finished");
+namespace {
+
+nlohmann::json logprobs_to_json(const std::vector<TokenLogprobs>& list) {
   nlohmann::json lps = nlohmann::json::array();
-  for (const TokenLogprobs& lp : out.logprobs) {
+  for (const TokenLogprobs& lp : list) {
     nlohmann::json top = nlohmann::json::array();
     for (const TokenLogprob& t : lp.top) top.push_back({t.token, t.logprob});
     lps.push_back({{"token", lp.token}, {"logprob", lp.logprob}, {"rank", lp.rank}, {"top", top}});
   }
+  return lps;
+}
+
+std::vector<TokenLogprobs> logprobs_from_json(const nlohmann::json& j) {
+  std::vector<TokenLogprobs> list;
+  for (const auto& lp : j) {
+    TokenLogprobs t{lp.at("token").get<int32_t>(), lp.at("logprob").get<float>(), lp.at("rank").get<int64_t>(), {}};
+    for (const auto& a : lp.at("top")) t.top.push_back({a.at(0).get<int32_t>(), a.at(1).get<float>()});
+    list.push_back(std::move(t));
+  }
+  return list;
+}
+
+}  // namespace
+
+nlohmann::json completion_to_json(const CompletionOutput& out) {
+  CONVEYOR_CHECK(out.finish_reason != FinishReason::kNone, "completion_to_json: request ", out.request_id,
+                 " has not finished");
+  const nlohmann::json lps = logprobs_to_json(out.logprobs);
   nlohmann::json j = {{"request_id", out.request_id},   {"text", out.text},
                       {"token_ids", out.token_ids},     {"finish_reason", finish_reason_name(out.finish_reason)},
                       {"prompt_tokens", out.prompt_tokens}, {"completion_tokens", out.completion_tokens},
@@ -233,6 +278,10 @@ nlohmann::json completion_to_json(const CompletionOutput& out) {
                       {"ttft_s", out.ttft_s},           {"tpot_s", out.tpot_s}};
   if (out.stop_string) j["stop_string"] = *out.stop_string;
   if (out.stop_token) j["stop_token"] = *out.stop_token;
+  if (!out.prompt_logprobs.empty()) {
+    j["prompt_logprobs_first"] = out.prompt_logprobs_first;
+    j["prompt_logprobs"] = logprobs_to_json(out.prompt_logprobs);
+  }
   return j;
 }
 
@@ -249,10 +298,10 @@ CompletionOutput completion_from_json(const nlohmann::json& j) {
   out.tpot_s = j.at("tpot_s").get<double>();
   if (j.contains("stop_string")) out.stop_string = j["stop_string"].get<std::string>();
   if (j.contains("stop_token")) out.stop_token = j["stop_token"].get<int32_t>();
-  for (const auto& lp : j.at("logprobs")) {
-    TokenLogprobs t{lp.at("token").get<int32_t>(), lp.at("logprob").get<float>(), lp.at("rank").get<int64_t>(), {}};
-    for (const auto& a : lp.at("top")) t.top.push_back({a.at(0).get<int32_t>(), a.at(1).get<float>()});
-    out.logprobs.push_back(std::move(t));
+  out.logprobs = logprobs_from_json(j.at("logprobs"));
+  if (j.contains("prompt_logprobs")) {
+    out.prompt_logprobs_first = j.at("prompt_logprobs_first").get<int32_t>();
+    out.prompt_logprobs = logprobs_from_json(j.at("prompt_logprobs"));
   }
   return out;
 }

@@ -35,14 +35,6 @@ struct EngineOptions {
   static EngineOptions from_config(const Config& config);
 };
 
-// One generated token's logprobs, when the request asked for them.
-struct TokenLogprobs {
-  int32_t token = -1;
-  float logprob = 0.f;
-  int64_t rank = 0;
-  std::vector<TokenLogprob> top;
-};
-
 struct CompletionOutput {
   int64_t request_id = 0;
   std::string text;                     // empty without a tokenizer
@@ -53,6 +45,11 @@ struct CompletionOutput {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   std::vector<TokenLogprobs> logprobs;  // one per token when params.logprobs is set
+  // With Request::scoring: the logprobs of prompt tokens [prompt_logprobs_first, prompt_tokens), and
+  // when scoring.full the whole log-softmax of each of their positions (rows x vocab).
+  int32_t prompt_logprobs_first = 0;
+  std::vector<TokenLogprobs> prompt_logprobs;
+  std::vector<float> prompt_full;
   std::string error;                    // why the request failed (FinishReason::kError)
   // Latency, seconds: time to first token from add_request, and mean time per output token after
   // the first (0 with fewer than two tokens).
@@ -120,6 +117,7 @@ class Engine final : public Generator {
  private:
   struct RequestState;
   void on_token(RequestState& st, const SampleResult& r, std::vector<CompletionOutput>& finished);
+  void on_scores(const StepResult& result);
   CompletionOutput finish_output(const RequestState& st);
   void fail_refused(std::vector<CompletionOutput>& finished);
   bool submit_next();

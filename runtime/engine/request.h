@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/engine/prompt_scoring.h"
 #include "runtime/sampling/params.h"
 
 namespace conveyor {
@@ -18,6 +19,7 @@ struct Request {
   std::vector<int32_t> prompt_ids;
   SamplingParams params;
   std::string label;         // how messages name it ("request 7", "line 12 (custom_id abc)")
+  PromptScoring scoring;     // prompt_logprobs / perplexity: prompt positions the last stage scores
 };
 
 // Throws conveyor::Error naming the request and what to change: an empty prompt, a token id outside

@@ -1,8 +1,10 @@
 // StepPlan wire format (see step_plan.h): [magic, step, shutdown, nseqs, then per sequence: seq_id,
-// start_pos, wants_logits, ntokens, tokens..., nblocks, blocks...; nnew, then per new sequence: seq_id,
+// start_pos, wants_logits, ntokens, tokens..., nblocks, blocks..., score rows (then, when > 0,
+// first_row, next_token, top, full); nnew, then per new sequence: seq_id,
 // seed, the sampler's parameters (doubles as their bits), nstop, stop ids..., nprompt, prompt...;
 // nretired, ids...; neos, ids...]. StepResult: [magic, step, n, then per sample: token, has_logprobs,
-// logprob bits, rank, ntop, (token, logprob bits)...].
+// logprob bits, rank, ntop, (token, logprob bits)...; nscores, then per score: seq_id, first_pos,
+// nrows, rows as samples are, nfull, ceil(nfull / 2) words of two floats each].
 #include "runtime/engine/step_plan.h"
 
 #include <algorithm>
@@ -58,6 +60,7 @@ class Reader {
     CONVEYOR_CHECK(v >= lo && v <= hi, "step plan: ", field, " ", v, " is outside [", lo, ", ", hi, "]");
     return v;
   }
+  void skip(size_t n) { pos_ += n; }
   bool at_end() const { return pos_ == w_.size(); }
   size_t pos() const { return pos_; }
 
@@ -106,6 +109,61 @@ NewSequence decode_new_sequence(Reader& r) {
   return n;
 }
 
+ChunkScoring decode_scoring(Reader& r, int64_t ntokens) {
+  ChunkScoring c;
+  c.rows = static_cast<int32_t>(r.ranged("score rows", 0, ntokens));
+  if (c.rows == 0) return c;
+  c.first_row = static_cast<int32_t>(r.ranged("score first row", 0, ntokens - c.rows));
+  const bool ends_chunk = c.first_row + c.rows == ntokens;
+  c.next_token = static_cast<int32_t>(r.ranged("score next token", ends_chunk ? 0 : -1, INT32_MAX));
+  c.top = static_cast<int32_t>(r.ranged("score top", 0, kMaxLogprobs));
+  c.full = r.ranged("score full", 0, 1) == 1;
+  return c;
+}
+
+void encode_logprobs(std::vector<int64_t>& w, const TokenLogprobs& lp) {
+  w.insert(w.end(), {lp.token, bits_of(lp.logprob), lp.rank, static_cast<int64_t>(lp.top.size())});
+  for (const TokenLogprob& t : lp.top) w.insert(w.end(), {t.token, bits_of(t.logprob)});
+}
+
+TokenLogprobs decode_logprobs(Reader& r) {
+  TokenLogprobs lp;
+  lp.token = static_cast<int32_t>(r.ranged("scored token", 0, INT32_MAX));
+  lp.logprob = static_cast<float>(double_of(r.next("scored logprob")));
+  lp.rank = r.next("scored rank");
+  lp.top.resize(r.ranged("scored top count", 0, kMaxLogprobs));
+  for (TokenLogprob& t : lp.top) {
+    t.token = static_cast<int32_t>(r.ranged("scored top token", 0, INT32_MAX));
+    t.logprob = static_cast<float>(double_of(r.next("scored top logprob")));
+  }
+  return lp;
+}
+
+void encode_scores(std::vector<int64_t>& w, const PromptScores& s) {
+  w.insert(w.end(), {s.seq_id, s.first_pos, static_cast<int64_t>(s.rows.size())});
+  for (const TokenLogprobs& lp : s.rows) encode_logprobs(w, lp);
+  w.push_back(static_cast<int64_t>(s.full.size()));
+  const size_t base = w.size();
+  w.resize(base + (s.full.size() + 1) / 2, 0);
+  std::memcpy(w.data() + base, s.full.data(), s.full.size() * sizeof(float));
+}
+
+PromptScores decode_scores(Reader& r, const std::vector<int64_t>& words) {
+  PromptScores s;
+  s.seq_id = r.next("scored sequence id");
+  s.first_pos = static_cast<int32_t>(r.ranged("scored first position", 0, INT32_MAX));
+  s.rows.resize(r.count("scored rows"));
+  for (TokenLogprobs& lp : s.rows) lp = decode_logprobs(r);
+  const int64_t nfull = r.ranged("full log-softmax count", 0, int64_t{1} << 40);
+  const size_t nwords = static_cast<size_t>((nfull + 1) / 2);
+  CONVEYOR_CHECK(nwords <= words.size() - r.pos(), "step result: ", nfull, " full log-softmax values exceed the ",
+                 words.size() - r.pos(), " words left");
+  s.full.resize(static_cast<size_t>(nfull));
+  std::memcpy(s.full.data(), words.data() + r.pos(), s.full.size() * sizeof(float));
+  r.skip(nwords);
+  return s;
+}
+
 }  // namespace
 
 std::vector<int64_t> StepPlan::encode() const {
@@ -115,6 +173,8 @@ std::vector<int64_t> StepPlan::encode() const {
     w.insert(w.end(), s.tokens.begin(), s.tokens.end());
     w.push_back(static_cast<int64_t>(s.block_table.size()));
     w.insert(w.end(), s.block_table.begin(), s.block_table.end());
+    w.push_back(s.score.rows);
+    if (s.score.rows > 0) w.insert(w.end(), {s.score.first_row, s.score.next_token, s.score.top, s.score.full ? 1 : 0});
   }
   w.push_back(static_cast<int64_t>(new_seqs.size()));
   for (const NewSequence& n : new_seqs) encode_new_sequence(w, n);
@@ -142,6 +202,7 @@ StepPlan StepPlan::decode(const std::vector<int64_t>& words) {
     s.wants_logits = wants == 1;
     s.tokens = r.ints("token count");
     s.block_table = r.ints("block count");
+    s.score = decode_scoring(r, static_cast<int64_t>(s.tokens.size()));
   }
   p.new_seqs.resize(r.count("new sequence count"));
   for (NewSequence& ns : p.new_seqs) ns = decode_new_sequence(r);
@@ -158,6 +219,8 @@ std::vector<int64_t> StepResult::encode() const {
     w.insert(w.end(), {s.token, s.has_logprobs ? 1 : 0, bits_of(s.logprob), s.rank, static_cast<int64_t>(s.top.size())});
     for (const TokenLogprob& t : s.top) w.insert(w.end(), {t.token, bits_of(t.logprob)});
   }
+  w.push_back(static_cast<int64_t>(scores.size()));
+  for (const PromptScores& s : scores) encode_scores(w, s);
   return w;
 }
 
@@ -178,6 +241,8 @@ StepResult StepResult::decode(const std::vector<int64_t>& words) {
       t.logprob = static_cast<float>(double_of(r.next("top logprob")));
     }
   }
+  res.scores.resize(r.count("score count"));
+  for (PromptScores& s : res.scores) s = decode_scores(r, words);
   CONVEYOR_CHECK(r.at_end(), "step result: ", words.size() - r.pos(), " words left after the last sample");
   return res;
 }

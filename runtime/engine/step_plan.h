@@ -9,9 +9,21 @@
 #include <vector>
 
 #include "runtime/sampling/params.h"
+#include "runtime/sampling/prompt_scores.h"
 #include "runtime/sampling/sampler.h"
 
 namespace conveyor {
+
+// Prompt positions of a chunk whose logits the sampling stage scores (prompt_logprobs, perplexity):
+// rows [first_row, first_row + rows) of the chunk; row r is scored against the token after it,
+// tokens[r + 1], or next_token for the chunk's last row (the first token of the next chunk).
+struct ChunkScoring {
+  int32_t first_row = 0;
+  int32_t rows = 0;                    // 0: nothing scored
+  int32_t next_token = -1;
+  int32_t top = 0;                     // alternatives per position, 0..kMaxLogprobs
+  bool full = false;                   // also the whole log-softmax of each row
+};
 
 struct SeqChunk {
   int64_t seq_id = 0;
@@ -19,6 +31,7 @@ struct SeqChunk {
   std::vector<int32_t> tokens;         // new tokens: positions [start_pos, start_pos + tokens.size())
   std::vector<int32_t> block_table;    // KV blocks covering positions [0, start_pos + tokens.size())
   bool wants_logits = false;           // produce logits at the last new position (sample a token)
+  ChunkScoring score;
 };
 
 // What the sampling stage (the last) must know of a sequence, sent once with the first plan that
@@ -43,9 +56,16 @@ struct StepPlan {
     for (const auto& s : seqs) n += s.tokens.size();
     return n;
   }
+  // Rows the sampler reads: one per chunk with wants_logits.
   size_t num_logits() const {
     size_t n = 0;
     for (const auto& s : seqs) n += s.wants_logits ? 1 : 0;
+    return n;
+  }
+  // Rows scored for prompt positions; the last stage computes them after the sampled rows.
+  size_t num_score_rows() const {
+    size_t n = 0;
+    for (const auto& s : seqs) n += static_cast<size_t>(s.score.rows);
     return n;
   }
 
@@ -57,10 +77,12 @@ struct StepPlan {
 };
 
 // What the sampling stage returns to the leader for one plan: one result per chunk with
-// wants_logits, in plan order. Same flat encoding rules as StepPlan.
+// wants_logits, in plan order, and one PromptScores per chunk with score rows, in plan order. Same
+// flat encoding rules as StepPlan (full log-softmax rows travel as two floats per word).
 struct StepResult {
   int64_t step = 0;
   std::vector<SampleResult> samples;
+  std::vector<PromptScores> scores;
 
   std::vector<int64_t> encode() const;
   static StepResult decode(const std::vector<int64_t>& words);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "runtime/core/error.h"
 
@@ -222,26 +223,11 @@ SampleResult Sampler::sample(const float* logits, int64_t vocab, const SequenceV
 }
 
 void Sampler::fill_logprobs(const float* logits, int64_t vocab, int64_t n_top, SampleResult* out) {
-  float m = kRemoved;
-  for (int64_t i = 0; i < vocab; ++i) m = std::max(m, logits[i]);
-  double sum = 0.0;
-  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - m);
-  const double log_z = m + std::log(sum);
-  auto logprob = [&](int32_t id) { return static_cast<float>(logits[id] - log_z); };
-
+  TokenLogprobs lp = token_logprobs(logits, vocab, out->token, n_top, order_);
   out->has_logprobs = true;
-  out->logprob = logprob(out->token);
-  const float chosen = logits[out->token];
-  out->rank = 1;
-  for (int64_t i = 0; i < vocab; ++i) out->rank += logits[i] > chosen ? 1 : 0;
-
-  const int64_t n = std::min(n_top, vocab);
-  out->top.clear();
-  if (n == 0) return;
-  order_.resize(vocab);
-  for (int64_t i = 0; i < vocab; ++i) order_[i] = static_cast<int32_t>(i);
-  std::partial_sort(order_.begin(), order_.begin() + n, order_.end(), ByLogitDesc{logits});
-  for (int64_t i = 0; i < n; ++i) out->top.push_back({order_[i], logprob(order_[i])});
+  out->logprob = lp.logprob;
+  out->rank = lp.rank;
+  out->top = std::move(lp.top);
 }
 
 }  // namespace conveyor

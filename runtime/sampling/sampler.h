@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/sampling/params.h"
+#include "runtime/sampling/prompt_scores.h"
 
 namespace conveyor {
 
@@ -43,11 +44,6 @@ void apply_top_p(std::vector<float>& logits, double p);
 void apply_min_p(std::vector<float>& logits, double min_p);
 // The largest logit's token, lowest id on ties.
 int32_t argmax_token(const std::vector<float>& logits);
-
-struct TokenLogprob {
-  int32_t token = -1;
-  float logprob = 0.f;
-};
 
 struct SampleResult {
   int32_t token = -1;

@@ -61,11 +61,11 @@ TEST(CpuModelRunner, MalformedPlansAreClearErrors) {
   auto runner = make_cpu_model_runner(StageOptions::from_config(testing::runner_config(testing::data_path("goldens/llama3_rope"), 8)), spec);
   std::vector<float> logits;
   StepPlan plan;
-  plan.seqs.push_back(SeqChunk{42, 0, {1, 2, 3}, {}, true});
+  plan.seqs.push_back(SeqChunk{42, 0, {1, 2, 3}, {}, true, {}});
   testing::expect_error([&] { runner->forward(plan, &logits); }, "sequence 42 covers positions [0, 3)");
-  plan.seqs[0] = SeqChunk{43, 0, {}, {0}, true};
+  plan.seqs[0] = SeqChunk{43, 0, {}, {0}, true, {}};
   testing::expect_error([&] { runner->forward(plan, &logits); }, "sequence 43 has no new tokens");
-  plan.seqs[0] = SeqChunk{44, 0, {1, 999}, {0}, true};
+  plan.seqs[0] = SeqChunk{44, 0, {1, 999}, {0}, true, {}};
   testing::expect_error([&] { runner->forward(plan, &logits); }, "999");
 }
 

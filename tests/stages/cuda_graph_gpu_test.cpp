@@ -65,7 +65,7 @@ class GraphModel {
     for (size_t p : which) {
       tables_.emplace_back(allocator_, kBlockSize);
       EXPECT_EQ(tables_.back().append(static_cast<int>(prompts_[p].size())), AppendResult::kOk);
-      pre.seqs.push_back(SeqChunk{static_cast<int64_t>(tables_.size()), 0, prompts_[p], tables_.back().blocks(), true});
+      pre.seqs.push_back(SeqChunk{static_cast<int64_t>(tables_.size()), 0, prompts_[p], tables_.back().blocks(), true, {}});
       pos.push_back(static_cast<int32_t>(prompts_[p].size()));
     }
     std::vector<float> logits;
@@ -80,7 +80,7 @@ class GraphModel {
         BlockTable& t = tables_[tables_.size() - which.size() + i];
         EXPECT_EQ(t.append(1), AppendResult::kOk);
         plan.seqs.push_back(SeqChunk{static_cast<int64_t>(tables_.size() - which.size() + i + 1), pos[i], {tok(rng)},
-                                     t.blocks(), true});
+                                     t.blocks(), true, {}});
         ++pos[i];
       }
       plans.push_back(plan);

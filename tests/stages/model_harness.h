@@ -31,7 +31,7 @@ class PlanBook {
     Seq& s = it->second;
     CONVEYOR_CHECK(s.table.append(static_cast<int>(tokens.size())) == AppendResult::kOk,
                    "test ran out of KV blocks adding ", tokens.size(), " tokens to sequence ", id);
-    plan.seqs.push_back(SeqChunk{id, s.pos, tokens, s.table.blocks(), wants_logits});
+    plan.seqs.push_back(SeqChunk{id, s.pos, tokens, s.table.blocks(), wants_logits, {}});
     s.pos += static_cast<int32_t>(tokens.size());
     return fresh;
   }

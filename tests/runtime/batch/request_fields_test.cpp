@@ -31,7 +31,6 @@ TEST(RequestFields, UnimplementedFieldsFailNamingTheField) {
       {{{"response_format", {{"type", "json_object"}}}}, "'response_format' is not supported: structured output"},
       {{{"echo", true}}, "'echo' is not supported"},
       {{{"suffix", "tail"}}, "'suffix' is not supported"},
-      {{{"prompt_logprobs", 2}}, "'prompt_logprobs' is not supported"},
       {{{"guided_json", {{"type", "object"}}}}, "'guided_json' is not supported"},
       {{{"stream_options", {{"include_usage", true}}}}, "'stream_options' is not supported"},
   };
