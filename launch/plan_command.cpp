@@ -3,6 +3,7 @@
 // pp x tp layout of --gpus GPUs for a workload by predicted output tokens/s (stages/partitioner.h says
 // how). `--doctor-json` (from `conveyor doctor --output-json`) feeds measured kernel speeds and link
 // costs into the model; without it every kernel runs at the ideal roofline, and the output says which.
+// With --cluster it simulates the run's schedule on every layout of a cluster (stages/sim/) instead.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "runtime/dist/link_probe.h"
 #include "stages/layout_plan.h"
 #include "stages/partitioner.h"
+#include "stages/sim/cluster_plan.h"
 #include "stages/stage_options.h"
 
 namespace po = boost::program_options;
@@ -23,12 +25,6 @@ namespace po = boost::program_options;
 namespace conveyor {
 
 namespace {
-
-// Host work per decode step and stage when the device model is measured and --step-overhead-us is not
-// given: a graph launch, the plan's host-to-device copies and the sampler's device-to-host sync, each of
-// the order of 10-30 us. An estimate, not a measurement (doctor cannot see the engine's host loop); a
-// `--trace` of a real run shows it as the gap between steps.
-constexpr double kDefaultStepOverheadUs = 100.0;
 
 // The slowest measured link of each kind sets the pace: the lowest bandwidths, the highest latency.
 // The doctor measures no all-reduce latency, so that one keeps its default.
@@ -90,6 +86,15 @@ nlohmann::json comparison_json(const CompareWorkload& cw, int gpus, const Device
           {"layouts", rows}};
 }
 
+void write_json(const po::variables_map& vm, const nlohmann::json& j) {
+  if (!vm.count("output-json")) return;
+  const std::string path = vm["output-json"].as<std::string>();
+  std::ofstream out(path);
+  CONVEYOR_CHECK(out.good(), "cannot write --output-json ", path);
+  out << j.dump(2) << "\n";
+  CONVEYOR_CHECK(out.good(), "writing --output-json ", path, " failed");
+}
+
 int run_compare(const po::variables_map& vm, const StageOptions& opt, const ModelSpec& spec, const DeviceCeilings& dev,
                 const nlohmann::json* doctor, const std::string& doctor_path) {
   CompareWorkload cw;
@@ -107,14 +112,26 @@ int run_compare(const po::variables_map& vm, const StageOptions& opt, const Mode
   std::printf("links: all-reduce %.0f GB/s busbw + %.1f us, p2p %.0f GB/s + %.1f us%s\n", links.allreduce_busbw / 1e9,
               links.allreduce_latency * 1e6, links.p2p_bandwidth / 1e9, links.p2p_latency * 1e6,
               doctor != nullptr ? " (from --doctor-json)" : " (defaults; measure with conveyor doctor)");
-  if (vm.count("output-json")) {
-    const std::string path = vm["output-json"].as<std::string>();
-    std::ofstream out(path);
-    CONVEYOR_CHECK(out.good(), "cannot write --output-json ", path);
-    out << comparison_json(cw, gpus, dev, links, ranked).dump(2) << "\n";
-    CONVEYOR_CHECK(out.good(), "writing --output-json ", path, " failed");
-  }
+  write_json(vm, comparison_json(cw, gpus, dev, links, ranked));
   return ranked.front().fits ? 0 : 3;
+}
+
+int run_cluster(const po::variables_map& vm, const StageOptions& opt, const ModelSpec& spec, const std::string& shape) {
+  for (const char* flag : {"compare", "gpus", "doctor", "doctor-json", "batch"})
+    CONVEYOR_CHECK(!vm.count(flag), "--", flag, " does not apply to --cluster (the cluster file names the GPUs and "
+                   "their doctor JSON; --workload max_num_seqs=N sets the batch)");
+  const ClusterSpec cluster = load_cluster_spec(vm["cluster"].as<std::string>());
+  SimWorkload w;
+  w.max_num_seqs = opt.max_num_seqs;
+  w.max_num_batched_tokens = opt.max_num_batched_tokens;
+  w.block_size = opt.block_size;
+  w.memory_utilization = opt.gpu_memory_utilization;
+  if (vm.count("workload")) w = parse_workload(vm["workload"].as<std::string>(), w);
+  const ClusterPlan plan = plan_cluster(spec, cluster, w);
+  std::cout << format_cluster_plan(spec, cluster, w, plan, static_cast<size_t>(vm["top"].as<int>()), shape);
+  print_device_model(cluster.ceilings());
+  write_json(vm, cluster_plan_json(cluster, w, plan, shape));
+  return plan.layouts.front().sim.fits ? 0 : 3;
 }
 
 }  // namespace
@@ -137,13 +154,20 @@ int run_plan_command(const Args& args) {
       "doctor", po::value<std::string>(), "the same as --doctor-json")(
       "step-overhead-us", po::value<double>(),
       "host time per decode step and stage (default: 100 with doctor measurements, else 0)")(
-      "output-json", po::value<std::string>(), "--compare: write the ranked layouts here");
+      "output-json", po::value<std::string>(), "--compare, --cluster: write the ranked layouts here")(
+      "cluster", po::value<std::string>(), "simulate every dp x pp x tp layout of this cluster YAML (docs/cluster.md)")(
+      "workload", po::value<std::string>(),
+      "--cluster: prompts=N,input=I,output=O[,max_num_seqs=S][,max_num_batched_tokens=T] (defaults 1000, 1024, "
+      "1024 and the scheduler.* keys)")(
+      "top", po::value<int>()->default_value(10), "--cluster: layouts to print");
   add_config_options(&desc);
   po::variables_map vm = parse_command_line(args, desc);
   if (vm.count("help")) {
     std::cout << "usage: conveyor plan --config run.yaml | --model PATH [-pp P] [-tp T] [options]\n"
                  "       conveyor plan --compare --gpus N --set model.config=M.yaml [--batch B] [--input-len I] "
-                 "[--output-len O]\n\n"
+                 "[--output-len O]\n"
+                 "       conveyor plan --cluster configs/clusters/C.yaml --set model.config=M.yaml "
+                 "[--workload prompts=N,input=I,output=O] [--output-json F]\n\n"
               << desc;
     return 0;
   }
@@ -155,6 +179,8 @@ int run_plan_command(const Args& args) {
   ModelSpec spec = load_model_spec(shape);
   // The options the run would take from this config: the plan below is the split it runs.
   StageOptions opt = StageOptions::from_config(cfg);
+  if (vm.count("cluster")) return run_cluster(vm, opt, spec, shape);
+  CONVEYOR_CHECK(!vm.count("workload"), "--workload applies to --cluster only");
   if (vm.count("batch")) opt.max_num_seqs = vm["batch"].as<int64_t>();
   CONVEYOR_CHECK(!(vm.count("doctor") && vm.count("doctor-json")), "give --doctor or --doctor-json, not both");
   const std::string doctor_path = vm.count("doctor")        ? vm["doctor"].as<std::string>()

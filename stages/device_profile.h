@@ -32,6 +32,12 @@ struct GemmBucket {
   LinearCost cost;
 };
 
+// Host work per decode step and stage assumed with measured speeds when none is given: a graph
+// launch, the plan's host-to-device copies and the sampler's device-to-host sync, each of the order of
+// 10-30 us. An estimate, not a measurement (doctor cannot see the engine's host loop); a `--trace` of a
+// real run shows it as the gap between steps.
+constexpr double kDefaultStepOverheadUs = 100.0;
+
 struct DeviceProfile {
   std::string source;                    // the doctor JSON it came from; empty: nothing measured
   std::vector<GemmBucket> gemm_decode;   // ascending m; empty: ideal

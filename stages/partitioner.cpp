@@ -69,15 +69,15 @@ double small_kernels_s(const DeviceCeilings& dev, int kernels, double bytes) {
   return kernels * dev.measured.graph_kernel_s + bytes / dev.bandwidth;
 }
 
-DecodeParts measured_layer(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
-  const double m = decode_rows(tokens), ab = w.dtype_bytes, tp = w.tensor;
+// One layer's parts at `m` GEMM rows reading `kv_bytes` of KV in decode attention.
+DecodeParts layer_parts(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double m, double kv_bytes) {
+  const double ab = w.dtype_bytes, tp = w.tensor;
   const double hidden = s.hidden, q = static_cast<double>(s.q_size()) / tp;
   const double kv = kv_heads_per_rank(s, w.tensor) * s.head_dim, inter = s.intermediate / tp;
   DecodeParts p;
   p.gemm = gemm_s(dev, m, q + 2.0 * kv, hidden, ab, ab) + gemm_s(dev, m, hidden, q, ab, ab) +
            gemm_s(dev, m, 2.0 * inter, hidden, ab, ab) + gemm_s(dev, m, hidden, inter, ab, ab);
   static_assert(kGemmsPerLayer == 4, "the sum above names each projection");
-  const double kv_bytes = tokens * w.context * 2.0 * kv * w.kv_dtype_bytes;  // padded rows read nothing
   p.attention = dev.measured.attention_decode.measured() ? dev.measured.attention_decode.time(kv_bytes)
                                                          : kv_bytes / dev.bandwidth;
   // Bytes read + written: two rms_norm 2 rows of hidden each, rope reads q|k|v and writes q, k and v
@@ -85,6 +85,14 @@ DecodeParts measured_layer(const ModelSpec& s, const Workload& w, const DeviceCe
   const double small_bytes = m * ab * (4 * hidden + 2 * (q + 2 * kv) + 3 * inter + 2 * hidden);
   p.small = small_kernels_s(dev, kSmallKernelsPerLayer, small_bytes);
   return p;
+}
+
+double decode_kv_bytes(const ModelSpec& s, const Workload& w, double tokens) {
+  return tokens * w.context * 2.0 * kv_heads_per_rank(s, w.tensor) * s.head_dim * w.kv_dtype_bytes;
+}
+
+DecodeParts measured_layer(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
+  return layer_parts(s, w, dev, decode_rows(tokens), decode_kv_bytes(s, w, tokens));  // padded rows read nothing
 }
 
 DecodeParts measured_head(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
@@ -124,6 +132,34 @@ double head_time(const ModelSpec& s, const Workload& w, const DeviceCeilings& de
 double embed_time(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
   if (dev.measured.any()) return measured_embed(s, w, dev, tokens).total();
   return roofline(0, tokens * s.hidden * w.dtype_bytes * 2.0, dev);
+}
+
+StepTimes step_times(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, const StepWork& work) {
+  Workload wd = w;
+  wd.context = static_cast<int64_t>(std::llround(work.decode_context));
+  StepTimes t;
+  t.head = work.logits > 0 ? head_time(s, wd, dev, work.logits) : 0.0;
+  if (work.prefill_tokens <= 0) {
+    t.layer = layer_time(s, wd, dev, work.decodes);
+    t.embed = embed_time(s, wd, dev, work.decodes);
+    return t;
+  }
+  // A step with prefill chunks runs eagerly: every row unpadded through the GEMMs (compute-bound at
+  // chunk sizes), decode attention over the decodes' KV, causal attention over the chunks' pairs.
+  const double rows = work.decodes + work.prefill_tokens;
+  const double kv_read = decode_kv_bytes(s, wd, work.decodes);
+  const double attn_flops = 4.0 * s.heads / w.tensor * s.head_dim * work.prefill_pairs;
+  const DeviceProfile& m = dev.measured;
+  if (m.any()) {
+    const DecodeParts p = layer_parts(s, wd, dev, rows, kv_read);
+    t.layer = p.total() + attn_flops / (m.attention_prefill_flops > 0 ? m.attention_prefill_flops : dev.flops);
+    t.embed = measured_embed(s, wd, dev, rows).total();
+  } else {
+    const double params = layer_params(s) / w.tensor;
+    t.layer = roofline(2.0 * rows * params + attn_flops, params * w.dtype_bytes + kv_read, dev);
+    t.embed = roofline(0, rows * s.hidden * w.dtype_bytes * 2.0, dev);
+  }
+  return t;
 }
 
 std::vector<int> min_max_split(const std::vector<double>& cost, int stages, double first_extra, double last_extra) {

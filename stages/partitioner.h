@@ -72,6 +72,25 @@ double layer_time(const ModelSpec& spec, const Workload& w, const DeviceCeilings
 double head_time(const ModelSpec& spec, const Workload& w, const DeviceCeilings& dev, double tokens);
 double embed_time(const ModelSpec& spec, const Workload& w, const DeviceCeilings& dev, double tokens);
 
+// One plan's work on a stage, for the schedule simulator (stages/sim/): its decodes (count and mean
+// context), its prefill chunks (new tokens and the (query, visible key) pairs they attend) and the rows
+// that reach the LM head.
+struct StepWork {
+  double decodes = 0;
+  double decode_context = 0;
+  double prefill_tokens = 0;
+  double prefill_pairs = 0;
+  double logits = 0;
+};
+struct StepTimes {
+  double layer = 0;  // one decoder layer (one TP rank)
+  double embed = 0;  // the first stage's lookup
+  double head = 0;   // the last stage's norm, LM head and sampling
+};
+// The cost model above applied to one plan: a pure-decode plan is exactly layer_time/embed_time/
+// head_time at its mean context; a plan with prefill chunks runs all its rows unpadded (eager).
+StepTimes step_times(const ModelSpec& spec, const Workload& w, const DeviceCeilings& dev, const StepWork& work);
+
 // Min-max contiguous split of layer costs into `stages` parts with extra cost on the first and last.
 std::vector<int> min_max_split(const std::vector<double>& layer_cost, int stages, double first_extra,
                                double last_extra);

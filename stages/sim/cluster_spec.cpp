@@ -1,0 +1,170 @@
+// Cluster YAML reader and presets (see cluster_spec.h). Preset numbers: the H200 ones are what
+// `conveyor doctor` and the benchmarks measured here (810 TFLOP/s cuBLASLt bf16, 4.28 TB/s copy); the
+// H100 shares the H200's GH100 die (same FLOP/s) with 3.35 of its 4.8 TB/s HBM; network presets are
+// the wire rate at ~90% (what NCCL p2p reaches) with typical RDMA / RoCE latencies.
+#include "stages/sim/cluster_spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+
+#include "runtime/core/error.h"
+#include "runtime/core/strings.h"
+#include "stages/layout_plan.h"
+
+namespace conveyor {
+
+namespace {
+
+struct GpuPreset {
+  double flops, fp8_flops, bandwidth, memory;
+};
+
+const std::map<std::string, GpuPreset>& gpu_presets() {
+  static const std::map<std::string, GpuPreset> p = {
+      {"h200", {810e12, 1480e12, 4.28e12, 140.0 * (1ull << 30)}},
+      {"h100", {810e12, 1480e12, 4.28e12 * 3.35 / 4.8, 79.6 * (1ull << 30)}},
+  };
+  return p;
+}
+
+const std::map<std::string, LinkSpec>& link_presets() {
+  static const std::map<std::string, LinkSpec> p = {
+      {"nvlink-h200", {"NVLink 4 (H200)", 360e9, 11e-6, 300e9}},
+      {"nvlink-h100", {"NVLink 4 (H100)", 360e9, 11e-6, 300e9}},
+      {"ib-ndr-400", {"InfiniBand NDR 400 Gb/s", 45e9, 8e-6, 0}},
+      {"eth-200", {"Ethernet 200 Gb/s (RoCE)", 22.5e9, 15e-6, 0}},
+      {"eth-100", {"Ethernet 100 Gb/s (RoCE)", 11.25e9, 20e-6, 0}},
+  };
+  return p;
+}
+
+std::string names_of(const std::map<std::string, LinkSpec>& m) {
+  std::vector<std::string> v;
+  for (const auto& [k, _] : m) v.push_back(k);
+  return join(v, ", ");
+}
+
+struct Reader {
+  std::string path;
+  std::string where(const std::string& key) const { return path + ": " + key; }
+  double number(const YAML::Node& n, const std::string& key, double fallback) const {
+    if (!n || !n.IsDefined() || n.IsNull()) return fallback;
+    try {
+      return n.as<double>();
+    } catch (const YAML::Exception&) {
+      CONVEYOR_THROW(where(key), " must be a number, got '", n.as<std::string>(""), "'");
+    }
+  }
+  std::string text(const YAML::Node& n, const std::string& key, const std::string& fallback) const {
+    if (!n || !n.IsDefined() || n.IsNull()) return fallback;
+    CONVEYOR_CHECK(n.IsScalar(), where(key), " must be a string");
+    return n.as<std::string>();
+  }
+  // A path relative to the cluster file's folder.
+  std::string relative(const std::string& p) const {
+    if (p.empty() || p[0] == '/') return p;
+    const size_t slash = path.find_last_of('/');
+    return slash == std::string::npos ? p : path.substr(0, slash + 1) + p;
+  }
+};
+
+// `key: preset` or `key: {preset: name, field: value, ...}`.
+LinkSpec read_link(const Reader& r, const YAML::Node& n, const std::string& key, const std::string& fallback) {
+  const bool map = n && n.IsMap();
+  const std::string preset = map ? r.text(n["preset"], key + ".preset", "") : r.text(n, key, fallback);
+  LinkSpec l;
+  if (!preset.empty()) {
+    auto it = link_presets().find(preset);
+    CONVEYOR_CHECK(it != link_presets().end(), r.where(key), ": unknown link preset '", preset, "'",
+                   did_you_mean(preset, [] {
+                     std::vector<std::string> v;
+                     for (const auto& [k, _] : link_presets()) v.push_back(k);
+                     return v;
+                   }()), " (presets: ", names_of(link_presets()), ")");
+    l = it->second;
+  }
+  if (map) {
+    l.name = r.text(n["name"], key + ".name", l.name.empty() ? key : l.name);
+    l.bandwidth = r.number(n["bandwidth_gbps"], key + ".bandwidth_gbps", l.bandwidth / 1e9) * 1e9;
+    l.latency = r.number(n["latency_us"], key + ".latency_us", l.latency * 1e6) * 1e-6;
+    l.allreduce_busbw = r.number(n["allreduce_busbw_gbps"], key + ".allreduce_busbw_gbps", l.allreduce_busbw / 1e9) * 1e9;
+  }
+  CONVEYOR_CHECK(l.bandwidth > 0 && l.latency >= 0, r.where(key), " needs bandwidth_gbps > 0 and latency_us >= 0 "
+                 "(or a preset: ", names_of(link_presets()), ")");
+  return l;
+}
+
+}  // namespace
+
+std::string precision_name(Precision p) { return p == Precision::kFp8 ? "fp8" : "bf16"; }
+
+DeviceCeilings ClusterSpec::ceilings() const {
+  DeviceCeilings d = gpu;
+  if (precision == Precision::kFp8) {
+    const double gain = fp8_flops / gpu.flops;
+    d.flops = fp8_flops;
+    if (d.measured.gemm_prefill_flops > 0) d.measured.gemm_prefill_flops *= gain;
+  }
+  return d;
+}
+
+LinkCosts ClusterSpec::tensor_links() const {
+  LinkCosts l;
+  l.allreduce_busbw = intra_node.allreduce_busbw > 0 ? intra_node.allreduce_busbw : intra_node.bandwidth;
+  l.allreduce_latency = intra_node.latency;
+  l.p2p_bandwidth = intra_node.bandwidth;
+  l.p2p_latency = intra_node.latency;
+  return l;
+}
+
+ClusterSpec load_cluster_spec(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    CONVEYOR_THROW("cannot read the cluster file ", path, ": ", e.what());
+  }
+  CONVEYOR_CHECK(root.IsMap(), path, ": a cluster file is a map of nodes, gpus_per_node, gpu, intra_node, network, precision");
+  const Reader r{path};
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    static const std::vector<std::string> known = {"name", "nodes", "gpus_per_node", "gpu", "intra_node", "network", "precision"};
+    CONVEYOR_CHECK(std::find(known.begin(), known.end(), k) != known.end(), r.where(k), ": unknown key",
+                   did_you_mean(k, known));
+  }
+  ClusterSpec c;
+  c.source = path;
+  c.name = r.text(root["name"], "name", path);
+  c.nodes = static_cast<int>(r.number(root["nodes"], "nodes", 1));
+  c.gpus_per_node = static_cast<int>(r.number(root["gpus_per_node"], "gpus_per_node", 8));
+  CONVEYOR_CHECK(c.nodes >= 1 && c.gpus_per_node >= 1, r.where("nodes"), " and gpus_per_node must be >= 1");
+
+  const YAML::Node g = root["gpu"];
+  const bool gmap = g && g.IsMap();
+  c.gpu_name = gmap ? r.text(g["preset"], "gpu.preset", "h200") : r.text(g, "gpu", "h200");
+  auto it = gpu_presets().find(c.gpu_name);
+  CONVEYOR_CHECK(it != gpu_presets().end(), r.where("gpu"), ": unknown GPU preset '", c.gpu_name, "' (presets: h200, h100)");
+  const std::string doctor = gmap ? r.relative(r.text(g["doctor_json"], "gpu.doctor_json", "")) : "";
+  if (!doctor.empty()) c.gpu = ceilings_from_doctor(read_doctor_json(doctor), doctor);
+  // A gpu.<key> override in the file's units, else the preset's value.
+  auto field = [&](const char* key, double preset) {
+    return gmap ? r.number(g[key], std::string("gpu.") + key, preset) : preset;
+  };
+  const GpuPreset& p = it->second;
+  c.gpu.flops = field("tflops", p.flops / 1e12) * 1e12;
+  c.fp8_flops = field("fp8_tflops", p.fp8_flops / 1e12) * 1e12;
+  c.gpu.bandwidth = field("bandwidth_tbs", p.bandwidth / 1e12) * 1e12;
+  c.gpu.memory = field("memory_gib", p.memory / (1ull << 30)) * (1ull << 30);
+  if (c.gpu.measured.any()) c.gpu.measured.step_overhead_s = field("step_overhead_us", kDefaultStepOverheadUs) * 1e-6;
+
+  c.intra_node = read_link(r, root["intra_node"], "intra_node", "nvlink-" + c.gpu_name);
+  c.network = read_link(r, root["network"], "network", "ib-ndr-400");
+  const std::string prec = r.text(root["precision"], "precision", "bf16");
+  CONVEYOR_CHECK(prec == "bf16" || prec == "fp8", r.where("precision"), " must be bf16 or fp8, got '", prec, "'");
+  c.precision = prec == "fp8" ? Precision::kFp8 : Precision::kBf16;
+  return c;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,49 @@
+// A cluster for `conveyor plan --cluster`: nodes of GPUs, each GPU's ceilings (a preset, optionally
+// with the measured speeds of a `conveyor doctor --output-json` file), the intra-node link (TP
+// all-reduce and same-node pipeline edges) and the network between nodes (pipeline edges that cross
+// nodes), and the precision. docs/cluster.md documents the YAML; presets live in cluster_spec.cpp.
+#pragma once
+
+#include <string>
+
+#include "stages/partitioner.h"
+
+namespace conveyor {
+
+enum class Precision { kBf16, kFp8 };
+
+// A link: bandwidth and per-message latency; for the intra-node link also the all-reduce bus bandwidth.
+struct LinkSpec {
+  std::string name;
+  double bandwidth = 0;        // bytes/s, one p2p stream
+  double latency = 0;          // s per message
+  double allreduce_busbw = 0;  // bytes/s (nccl-tests' busbw); 0 for the network
+};
+
+struct ClusterSpec {
+  std::string source;          // the YAML file
+  std::string name;
+  int nodes = 1;
+  int gpus_per_node = 8;
+  std::string gpu_name;
+  DeviceCeilings gpu;          // bf16 ceilings; `measured` from doctor_json when given
+  double fp8_flops = 1480e12;  // dense FP8 GEMM ceiling
+  LinkSpec intra_node;
+  LinkSpec network;
+  Precision precision = Precision::kBf16;
+
+  int gpus() const { return nodes * gpus_per_node; }
+  int dtype_bytes() const { return precision == Precision::kFp8 ? 1 : 2; }
+  // The ceilings a GPU runs at in this precision: FP8 halves weight and KV bytes (Workload's dtype
+  // bytes) and raises the compute ceiling to fp8_flops, measured prefill GEMM speed scaled alike.
+  DeviceCeilings ceilings() const;
+  // TP links inside a node (LinkCosts of the partitioner).
+  LinkCosts tensor_links() const;
+};
+
+// Reads a cluster YAML; every error names the file and the key.
+ClusterSpec load_cluster_spec(const std::string& path);
+
+std::string precision_name(Precision p);
+
+}  // namespace conveyor

@@ -1,0 +1,73 @@
+// Discrete-event simulation of one layout's run: the leader's real Scheduler (runtime/engine) plans
+// every micro-batch exactly as in `conveyor bench throughput`, and simulated time replaces the GPUs.
+// Each stage is a server: a plan starts on stage s when it has arrived and the stage is free, takes
+// the cost model's time for its work (stages/partitioner.h step_times, per layer, plus 2 TP all-reduces
+// per layer), then crosses the pipeline edge (NVLink inside a node, the network across). Stage 0 runs
+// on the leader inside submit(), and the leader loop is Engine::step's: fill up to M plans, wait for
+// the oldest result, finish sequences at their max_tokens. Data-parallel replicas are identical, so one
+// replica is simulated with the largest share of the requests (the router deals them round-robin).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/model/spec.h"
+#include "stages/sim/cluster_spec.h"
+
+namespace conveyor {
+
+// The bench workload: every request submitted at time 0, prompts of input_len, exactly output_len
+// generated tokens (EOS ignored), and the scheduler limits the run would use.
+struct SimWorkload {
+  int64_t num_prompts = 1000;
+  int64_t input_len = 1024;
+  int64_t output_len = 1024;
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 8192;
+  bool enable_chunked_prefill = true;
+  int block_size = 16;
+  double memory_utilization = 0.9;
+};
+
+struct SimLayout {
+  int data = 1, pipeline = 1, tensor = 1;
+  int micro_batches = 0;            // 0: = pipeline
+  std::vector<int64_t> partition;   // empty: the planner's split, as the run takes it
+  int gpus() const { return data * pipeline * tensor; }
+};
+
+struct SimStage {
+  int first_layer = 0, last_layer = 0;
+  double compute_s = 0;     // kernels (and host step overhead) of every plan
+  double allreduce_s = 0;   // TP all-reduces and the LM head's gather
+  double send_s = 0;        // transfers over the edge to the next stage (0 on the last)
+  bool edge_crosses_node = false;
+  double bubble = 0;        // 1 - (compute + all-reduce) / run time
+  double weight_bytes = 0;  // per rank
+  double kv_bytes = 0;      // per rank: the agreed KV blocks of this stage's layers
+};
+
+struct SimResult {
+  SimLayout layout;
+  bool fits = true;
+  std::string why_not;
+  double elapsed_s = 0;
+  double output_tokens_per_s = 0;   // all replicas
+  double per_gpu_tokens_per_s = 0;
+  double ttft_p50 = 0, ttft_p90 = 0, ttft_p99 = 0;
+  double tpot_p50 = 0, tpot_p90 = 0, tpot_p99 = 0;
+  std::vector<SimStage> stages;
+  int64_t num_blocks = 0;           // KV blocks the ranks agree on (minimum over stages)
+  int64_t plans = 0;                // scheduler plans simulated (one replica)
+  int64_t preemptions = 0;
+  int64_t peak_running = 0;         // most sequences running at once (one replica)
+  int64_t replica_requests = 0;
+};
+
+// Simulates `layout` on `cluster` for workload `w`; a layout whose weights or KV cannot fit returns
+// fits = false with the reason and no run.
+SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, const SimWorkload& w,
+                          const SimLayout& layout);
+
+}  // namespace conveyor
