@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/cpu/fp8.h"
 #include "kernels/dtype.h"
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
@@ -164,20 +165,6 @@ const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
   return it != header_.tensors.end() && it->name == name ? &*it : nullptr;
 }
 
-namespace {
-// OCP FP8 E4M3 (the "fn" variant): bias 7, no infinities, S.1111.111 is NaN.
-float f8e4m3_to_float(uint8_t v) {
-  uint32_t sign = v >> 7, exp = (v >> 3) & 0xfu, mant = v & 7u;
-  float mag;
-  if (exp == 0xf && mant == 7) return std::numeric_limits<float>::quiet_NaN();
-  if (exp == 0) {
-    mag = static_cast<float>(mant) * (1.0f / 512.0f);  // subnormal: mant/8 * 2^-6
-  } else {
-    mag = (1.0f + static_cast<float>(mant) / 8.0f) * static_cast<float>(1u << exp) / 128.0f;
-  }
-  return sign ? -mag : mag;
-}
-}  // namespace
 
 void safetensors_to_f32(SafetensorsDType dtype, const uint8_t* src, size_t n, float* dst) {
   if (n == 0) return;  // empty tensors: dst may be null, and memcpy(null, p, 0) is undefined
@@ -190,7 +177,7 @@ void safetensors_to_f32(SafetensorsDType dtype, const uint8_t* src, size_t n, fl
       for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_float(static_cast<uint16_t>(src[2 * i] | (src[2 * i + 1] << 8)));
       return;
     case SafetensorsDType::kF8E4M3:
-      for (size_t i = 0; i < n; ++i) dst[i] = f8e4m3_to_float(src[i]);
+      for (size_t i = 0; i < n; ++i) dst[i] = fp8_e4m3_to_float(src[i]);
       return;
   }
 }
