@@ -51,7 +51,7 @@ std::vector<KeySpec> build_schema() {
           "`conveyor doctor --output-json` file the layer split is planned with (empty: the roofline)"),
       one_of(key("parallel.data_transport", VT::kString, "auto",
                  "GPU data plane per group: auto = nccl where the group's ranks are on distinct GPUs, else the "
-                 "shared-GPU transport; staged = host-staged MPI over pinned buffers; ipc = CUDA IPC"),
+                 "shared-GPU transport; staged = host-staged MPI over pinned buffers; ipc = CUDA IPC (not built yet)"),
              {"auto", "nccl", "staged", "ipc"}),
       // scheduler
       ranged(key("scheduler.max_num_seqs", VT::kInt, "256", "sequences per step"), 1, 1 << 20),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 17 on one H200 (16 cores): every pipeline layout with ranks sharing the GPU. Builds, runs the
 # GPU tests (mpi ones included: np 2 and 4 on the one GPU), compares the tokens of `conveyor generate`
-# at pp 2, pp 2 x tp 2 (goldens) and pp 2 x tp 3 (SmolLM2) with the one-rank run, and benchmarks
+# at pp 2, pp 4, pp 2 x tp 2 (goldens) and pp 2, pp 4, pp 2 x tp 3 (SmolLM2) with the one-rank run, and benchmarks
 # Llama-3-8B (dummy) at pp 2 with per-stage busy/bubble and a trace. Logs and JSON go to $OUT (default:
 # this folder). Under 9 minutes. Usage: bash benchmarks/results/nvidia-h200/issue17/run.sh
 set -u
@@ -37,13 +37,15 @@ ids() {  # <log name> <np> <model> <args...>
   shift 3
   local cmd=("$bin")
   [ "$np" -gt 1 ] && cmd=("${mpi[@]}" -np "$np" "$bin")
-  timeout 120 "${cmd[@]}" generate --model "$model" --set runtime.backend=cuda --prompt-ids 1,15,27,300,42,7 \
+  timeout 120 "${cmd[@]}" generate --model "$model" --set runtime.backend=cuda --prompt-ids 1,15,27,200,42,7 \
     --temperature 0 --max-tokens 48 --ignore-eos --print-ids "$@" > "$out/$name.txt" 2> "$out/$name.log"
   echo "rc=$? $(tail -1 "$out/$name.txt")" >> "$out/$name.log"
   tail -1 "$out/$name.txt"
 }
-compare() {  # <label> <reference ids> <ids>
-  python3 - "$1" "$2" "$3" <<'PY' | tee -a "$out/summary.txt"
+compare() {  # <label> <reference ids> <ids>; fails when they differ
+  local verdict rc
+  verdict=$(python3 - "$1" "$2" "$3" <<'PY'
+
 import sys
 label, a, b = sys.argv[1], sys.argv[2].replace(",", " ").split(), sys.argv[3].replace(",", " ").split()
 if a and a == b:
@@ -51,14 +53,23 @@ if a and a == b:
 i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
 print(f"{label}: DIFFERS from the one-rank run at id {i} of {len(a)} (one rank {a[i:i+3]}, here {b[i:i+3]})"); sys.exit(1)
 PY
+)
+  rc=$?
+  echo "$verdict" | tee -a "$out/summary.txt"
+  return $rc
 }
 step "generate: layouts against one rank"
-for m in llama_deep llama3_rope qwen2_tied_mqa; do
+# Goldens (tests/data/goldens, vocab >= 256) with the layouts their layers and heads allow: pp 4 needs
+# 4 layers (llama_deep has 5), tp 2 an even head count.
+for spec in "llama_deep 2 4 2x2" "llama3_rope 2 2x2" "mistral_swa 2 2x2" "qwen2_tied_mqa 2"; do
+  read -r m layouts <<< "$spec"
   model="$root/tests/data/goldens/$m"
   one=$(ids "gen_${m}_np1" 1 "$model")
-  compare "$m pp 2" "$one" "$(ids "gen_${m}_pp2" 2 "$model" -pp 2)" || fails=$((fails + 1))
-  compare "$m pp 4" "$one" "$(ids "gen_${m}_pp4" 4 "$model" -pp 4)" || fails=$((fails + 1))
-  compare "$m pp 2 x tp 2" "$one" "$(ids "gen_${m}_pp2tp2" 4 "$model" -pp 2 -tp 2)" || fails=$((fails + 1))
+  for l in $layouts; do
+    pp=${l%x*}; tp=1; [ "$l" != "$pp" ] && tp=${l#*x}
+    compare "$m pp $pp x tp $tp" "$one" "$(ids "gen_${m}_pp${pp}tp${tp}" $((pp * tp)) "$model" -pp $pp -tp $tp)" ||
+      fails=$((fails + 1))
+  done
 done
 # SmolLM2 (9 heads, 3 KV heads: tp 3); its shape with dummy weights where the GGUF is not on the machine.
 smol=("$gguf")
@@ -70,7 +81,7 @@ one=$(ids gen_smollm2_np1 1 "${smol[@]}")
 compare "SmolLM2 pp 2" "$one" "$(ids gen_smollm2_pp2 2 "${smol[@]}" -pp 2)" || fails=$((fails + 1))
 compare "SmolLM2 pp 4" "$one" "$(ids gen_smollm2_pp4 4 "${smol[@]}" -pp 4)" || fails=$((fails + 1))
 compare "SmolLM2 pp 2 x tp 3" "$one" "$(ids gen_smollm2_pp2tp3 6 "${smol[@]}" -pp 2 -tp 3)" || fails=$((fails + 1))
-grep -h "data transport" "$out"/gen_*pp2*.log | sort | uniq -c >> "$out/summary.txt"
+grep -h "data transport" "$out"/gen_*pp2*.log | sed 's/^.*info: //' | sort | uniq -c >> "$out/summary.txt"
 
 step "bench throughput -pp 2 (Llama-3-8B shape, dummy, one GPU)"
 timeout 200 "${mpi[@]}" -np 2 "$bin" bench throughput --load-format dummy \
