@@ -2,8 +2,6 @@
 // record, logprobs and summary shapes live in runtime/batch.
 #include "launch/batch_job.h"
 
-#include "launch/chat_prompt.h"
-
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launch/chat_prompt.h"
 #include "runtime/batch/input.h"
 #include "runtime/batch/logprobs.h"
 #include "runtime/batch/prompt_logprobs.h"
@@ -161,9 +160,11 @@ int BatchJob::run(Generator& engine) {
               << std::endl;
     return 0;
   }
-  if (!stats_.ignored_fields.empty()) std::cerr << "batch: " << describe_ignored_fields(stats_.ignored_fields) << std::endl;
-  std::cerr << "batch: " << stats_.total << " requests: " << stats_.done - stats_.failed << " results, " << stats_.failed + stats_.invalid_lines
-            << " errors (" << writer.errors_path() << "), " << stats_.resumed << " skipped as already done; "
+  if (!stats_.ignored_fields.empty())
+    std::cerr << "batch: " << describe_ignored_fields(stats_.ignored_fields) << std::endl;
+  std::cerr << "batch: " << stats_.total << " requests: " << stats_.done - stats_.failed << " results, "
+            << stats_.failed + stats_.invalid_lines << " errors (" << writer.errors_path() << "), " << stats_.resumed
+            << " skipped as already done; "
             << stats_.output_tokens << " output tokens in " << format_duration(stats_.elapsed_s) << std::endl;
   return 0;
 }
