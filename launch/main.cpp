@@ -7,6 +7,7 @@
 #include <string>
 
 #include "launch/command.h"
+#include "runtime/batch/signals.h"
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
 #include "runtime/dist/mpi_runtime.h"
@@ -52,6 +53,9 @@ int dispatch(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
+    // Before MPI start-up and model load, which take minutes at scale: a stop during them must still
+    // end the job with the resumable status, not the default action's 128+N.
+    conveyor::install_stop_handlers();
     return dispatch(argc, argv);
   } catch (const conveyor::Error& e) {
     std::fprintf(stderr, "conveyor: error: %s\n", e.what());
