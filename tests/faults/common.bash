@@ -105,14 +105,16 @@ said() { grep -m1 -E "$2" "$1" | cut -c1-240; }
 report() { echo "CASE $1: exit $2, all gone after ${3}s, message: ${4:-(none)}"; }
 
 # Starts the job on <output> in the background with `launch` (words before the binary; empty: direct,
-# and then $pid is conveyor itself) and `layout` (flags after `generate`); sets `pid`.
+# and then $pid is conveyor itself) and `layout` (flags after `generate`); sets `pid`. A background
+# command of a script starts with SIGINT ignored, which a shell (the relay script) cannot undo: env
+# puts the default back, as in a terminal's foreground job.
 launch=()
 layout=()
 start_job() {
   if (( ${#launch[@]} )); then
-    "${launch[@]}" "$bin" generate "${layout[@]}" "${job_flags[@]}" --output "$1" 2> "$1.log" &
+    env --default-signal=INT "${launch[@]}" "$bin" generate "${layout[@]}" "${job_flags[@]}" --output "$1" 2> "$1.log" &
   else
-    ( exec "$bin" generate "${layout[@]}" "${job_flags[@]}" --output "$1" 2> "$1.log" ) &
+    ( exec env --default-signal=INT "$bin" generate "${layout[@]}" "${job_flags[@]}" --output "$1" 2> "$1.log" ) &
   fi
   pid=$!
 }

@@ -15,8 +15,9 @@ for sig in USR1 USR2 TERM INT; do
     TERM) launcher=("$relay"); want="SIGTERM (relayed as SIGUSR1)" ;;
     INT) launcher=("$relay"); want="SIGINT (relayed as SIGUSR2)" ;;
   esac
-  "${launcher[@]}" --oversubscribe -np 2 "$bin" generate -pp 2 "${job_flags[@]}" --output "$out" 2> "$out.log" &
-  pid=$!
+  launch=("${launcher[@]}" --oversubscribe -np 2)
+  layout=(-pp 2)
+  start_job "$out"
   for r in 0 1; do
     p=""
     for _ in $(seq 1 100); do p=$(rank_pid $pid $r); [[ -n "$p" ]] && break; sleep 0.05; done

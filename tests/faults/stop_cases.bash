@@ -17,7 +17,8 @@ stop_case() {  # <signal> <times> <regex of the message>
   [[ $rc == 75 ]] || { echo "FAIL: SIG$sig x$times: exit status $rc (want 75)"; cat "$out.log"; return 1; }
   grep -Eq "$want" "$out.log" || { echo "FAIL: SIG$sig x$times: no line like '$want'"; cat "$out.log"; return 1; }
   [[ $(grep -c "stopped" "$out.log") == 1 ]] || { echo "FAIL: SIG$sig x$times: want one message"; cat "$out.log"; return 1; }
-  python3 -c "import sys; sys.exit(float(sys.argv[1]) > 5)" "$took" || { echo "FAIL: took ${took}s to stop"; return 1; }
+  # A first stop finishes the micro-batches in flight, seconds each on a loaded CI host.
+  python3 -c "import sys; sys.exit(float(sys.argv[1]) > 20)" "$took" || { echo "FAIL: took ${took}s to stop"; return 1; }
   (( $(wc -l < "$out") < num_requests )) || { echo "FAIL: the job finished before the signal; make it longer"; return 1; }
   resume_and_check "$out" "SIG$sig x$times"
 }
