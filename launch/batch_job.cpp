@@ -126,6 +126,7 @@ void BatchJob::record(const CompletionOutput& out, const Tokenizer* tok) {
 int BatchJob::run(Generator& engine) {
   BatchOutputWriter& writer = *writer_;
   install_stop_handlers();
+  begin_graceful_stop();
   admit(engine);
 
   ProgressSnapshot snap;

@@ -143,7 +143,7 @@ int run_generate_command(const Args& args, int* argc, char*** argv) {
   const std::string trace = cfg.get_string("logging.trace");
   const std::string summary = cfg.get_string("io.summary");
   if (!session.is_leader()) {
-    install_stop_handlers();  // a Slurm signal reaches every task; the leader decides when to stop
+    begin_graceful_stop();  // a Slurm signal reaches every task; the leader decides when to stop
     session.serve();
     session.finish(trace);
     return 0;

@@ -8,6 +8,7 @@
 
 #include "launch/command.h"
 #include "launch/fatal_error.h"
+#include "runtime/batch/signals.h"
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
 #include "runtime/dist/mpi_runtime.h"
@@ -55,6 +56,9 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before MPI start-up and model load, which take minutes at scale: a stop during them must still
+  // end the job with the resumable status, not the default action's 128+N.
+  conveyor::install_stop_handlers();
   const bool debug = conveyor::take_debug_flag(&argc, argv);
   try {
     return dispatch(argc, argv);

@@ -57,6 +57,8 @@ void PipelineSession::start(const Config& cfg, const ModelSpec& spec) {
     Watchdog::Options opt;
     opt.deadline_s = cfg.get_float("runtime.watchdog_timeout");
     opt.stage = world_->stage();
+    opt.tensor_rank = world_->tensor_rank();
+    opt.heartbeat_world = MPI_COMM_WORLD;  // so the rank that fires can name the one that stopped
     watchdog_ = std::make_unique<Watchdog>(opt);
     for (Communicator* c : {groups_->tensor.get(), groups_->pipeline.get(), groups_->data.get()})
       if (c) watchdog_->watch(c);

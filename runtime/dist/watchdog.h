@@ -3,13 +3,19 @@
 // stream sync). On the first error or overrun it fires once with a message naming rank, host,
 // stage, the operation and its context; the default action logs it, aborts the communicators and
 // ends the job (MPI_Abort), so no peer waits forever. Thread-safe; scopes may nest and overlap.
+// With a heartbeat world (every rank of the job), the thread also exchanges heartbeats (heartbeat.h):
+// the message names the rank that stopped, only the first rank to fire prints it, and a rank that
+// was itself stopped (SIGSTOP, no CPU) says so instead of blaming the peer it waited for.
 #pragma once
+
+#include <mpi.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -18,6 +24,7 @@
 namespace conveyor {
 
 class Communicator;
+class Heartbeat;
 
 class Watchdog {
  public:
@@ -25,10 +32,14 @@ class Watchdog {
     double deadline_s = 300;      // runtime.watchdog_timeout; <= 0: scopes never expire
     double poll_interval_s = 0.2;
     int stage = -1;               // pipeline stage named in the message; -1: not named
+    int tensor_rank = -1;         // tensor rank inside the stage, for the heartbeat
+    // Collective over this communicator at construction: heartbeats with its ranks. MPI_COMM_NULL: none.
+    MPI_Comm heartbeat_world = MPI_COMM_NULL;
   };
+  // `why` is empty when another rank already reported the failure: end the job without a message.
   using OnFire = std::function<void(const std::string& why)>;
 
-  // on_fire empty: log the message, abort every watched communicator, then abort_job(1).
+  // on_fire empty: log the message (unless empty), abort every watched communicator, then abort_job(1).
   explicit Watchdog(Options options, OnFire on_fire = {});
   ~Watchdog();  // stops and joins the thread within one poll interval
   Watchdog(const Watchdog&) = delete;
@@ -59,11 +70,19 @@ class Watchdog {
     Clock::time_point start;
   };
 
+  struct Finding {
+    std::string what;      // "" when healthy
+    bool overrun = false;  // a deadline, not a communicator error
+  };
+
   uint64_t arm(std::string op, std::string context);
   void disarm(uint64_t id);
   void run();
-  std::string check_locked(Clock::time_point now) const;  // "" or why to fire
+  Finding check_locked(Clock::time_point now) const;
   std::string prefix() const;
+  // The message for `f`, with the rank to blame when the heartbeat knows one; "" to stay quiet.
+  std::string diagnose(const Finding& f, Clock::time_point now, double self_stopped_s);
+  void exchange_beats(Clock::time_point now, Clock::time_point* next_beat);
   void fire(const std::string& why);
 
   Options options_;
@@ -74,6 +93,11 @@ class Watchdog {
   bool fired_ = false;
   uint64_t next_id_ = 1;
   std::map<uint64_t, Armed> armed_;  // by arming order: the oldest overrun is reported
+  int64_t progress_ = 0;             // scopes ended so far
+  std::string last_op_;              // "op of context" of the latest scope
+  Clock::time_point last_progress_ = Clock::now();
+  std::unique_ptr<Heartbeat> heartbeat_;  // used by the thread only
+  double beat_interval_s_ = 1;
   std::vector<Communicator*> comms_;
   std::thread thread_;
 };
