@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "launch/weight_hashing.h"
 #include "runtime/core/error.h"
 #include "runtime/core/log.h"
 
@@ -39,7 +40,13 @@ void PipelineSession::start(const Config& cfg, const ModelSpec& spec) {
   // The GPU must be current before NCCL communicators are made on it.
   device_ = make_device(backend, mpi_.local_rank());
   groups_ = make_process_groups(*world_, backend);
-  parts_ = make_pipeline_stage(StageOptions::from_config(cfg), spec, *world_, *groups_, backend, std::max(0, device_->info().index));
+  const StageOptions stage_opt = StageOptions::from_config(cfg);
+  std::unique_ptr<WeightHashing> hashing;
+  if (!stage_opt.weights.dummy && cfg.get_bool("model.hash_weights"))
+    hashing = std::make_unique<WeightHashing>(stage_opt.weights.path, mpi_.rank(), mpi_.size(),
+                                              weight_hash_threads(mpi_.local_size()));
+  parts_ = make_pipeline_stage(stage_opt, spec, *world_, *groups_, backend, std::max(0, device_->info().index));
+  if (hashing) weight_files_ = hashing->finish(MPI_COMM_WORLD);
   CONVEYOR_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, is_leader() ? 0 : MPI_UNDEFINED, world_->data_rank(), &leaders_));
   if (world_->world_size() > 1) {
     Watchdog::Options opt;
