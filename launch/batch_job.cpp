@@ -20,6 +20,7 @@
 #include "runtime/batch/signals.h"
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
+#include "runtime/model/weight_digest.h"
 #include "runtime/tokenizer/chat_template.h"
 
 namespace conveyor {
@@ -54,7 +55,9 @@ BatchJob::BatchJob(const Config& cfg, BatchJobOptions options)
   out_opt.output_path = opt_.output;
   out_opt.errors_path = opt_.errors;
   out_opt.fsync_interval = cfg.get_float("io.fsync_interval");
-  out_opt.manifest = make_manifest(opt_.input, opt_.model, sampling_defaults_json(cfg));
+  // Sizes now (a changed size is refused before the load); digests after it, in confirm_model_files.
+  out_opt.manifest = make_manifest(opt_.input, opt_.model, sampling_defaults_json(cfg),
+                                   opt_.model_has_files ? list_weight_files(opt_.model) : std::vector<WeightFileInfo>{});
   writer_ = std::make_unique<BatchOutputWriter>(out_opt);
   for (const auto& e : input_.errors) writer_->write_error(e);
   stats_.invalid_lines = static_cast<int64_t>(input_.errors.size());

@@ -20,7 +20,8 @@ namespace conveyor {
 struct BatchJobOptions {
   std::string input, output, errors;
   bool strict = false;
-  std::string model;                // path, recorded in the manifest
+  std::string model;                // path, recorded in the manifest and the results
+  bool model_has_files = false;     // a checkpoint (not dummy weights): its files go in the manifest
   // Names a request's `model` may give (--served-model-name, else the --model path and its file name);
   // the first is what a result names when its request gave none.
   std::vector<std::string> served_model_names;
@@ -34,6 +35,9 @@ class BatchJob {
   // --strict input with invalid lines or a resume the manifest forbids.
   BatchJob(const Config& cfg, BatchJobOptions options);
   ~BatchJob();
+  // After the weights loaded, before any request: checks the model files' digests against the
+  // earlier run's and records them (see BatchOutputWriter::confirm_model_files).
+  void confirm_model_files(const std::vector<WeightFileInfo>& files) { writer_->confirm_model_files(files); }
   // Runs every pending request; returns 0, or kExitInterrupted after a stop signal.
   int run(Generator& engine);
   const BatchJobStats& stats() const { return stats_; }

@@ -140,6 +140,7 @@ int run_generate_command(const Args& args, int* argc, char*** argv) {
   std::unique_ptr<BatchJob> batch;
   if (session.rank() == 0 && vm.count("input")) batch = open_batch_job(cfg, vm, model_path);
   session.start(cfg, spec);
+  if (batch) batch->confirm_model_files(session.weight_files());
   const std::string trace = cfg.get_string("logging.trace");
   const std::string summary = cfg.get_string("io.summary");
   if (!session.is_leader()) {

@@ -91,6 +91,7 @@ BatchJobOptions batch_job_options(const Config& cfg, const po::variables_map& vm
   job.errors = vm.count("errors") ? vm["errors"].as<std::string>() : cfg.get_string("io.errors");
   job.strict = vm.count("strict") > 0 || cfg.get_bool("io.strict");
   job.model = model_path.empty() ? cfg.get_string("model.config") : model_path;
+  job.model_has_files = !model_path.empty() && cfg.get_string("model.load_format") != "dummy";
   if (vm.count("chat-template")) job.chat_template_name = vm["chat-template"].as<std::string>();
   if (!model_path.empty()) job.model_chat_template = model_chat_template(model_path);
   job.served_model_names = served_model_names(vm, job.model);

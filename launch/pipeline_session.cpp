@@ -16,6 +16,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/log.h"
 #include "runtime/dist/launch_env.h"
+#include "runtime/model/weight_hasher.h"
 
 namespace conveyor {
 
@@ -24,6 +25,22 @@ Layout layout_of(const Config& cfg) {
   return Layout{static_cast<int>(cfg.get_int("parallel.data")), static_cast<int>(cfg.get_int("parallel.pipeline")),
                 static_cast<int>(cfg.get_int("parallel.tensor"))};
 }
+// Collective: every rank's chunk digests to rank 0, which assembles the file digests.
+std::vector<WeightFileInfo> gather_weight_files(WeightHasher& hasher, MPI_Comm comm, int rank, int world) {
+  std::vector<uint64_t> words = hasher.wait();  // a checksum mismatch is thrown here, by the rank that found it
+  int count = static_cast<int>(words.size());
+  std::vector<int> counts(static_cast<size_t>(world)), offsets(static_cast<size_t>(world));
+  CONVEYOR_MPI_CHECK(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm));
+  for (int r = 1; r < world; ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
+  std::vector<uint64_t> all(rank == 0 ? static_cast<size_t>(offsets.back() + counts.back()) : 0);
+  CONVEYOR_MPI_CHECK(MPI_Gatherv(words.data(), count, MPI_UINT64_T, all.data(), counts.data(), offsets.data(),
+                                 MPI_UINT64_T, 0, comm));
+  if (rank != 0) return {};
+  std::vector<std::vector<uint64_t>> per_rank(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) per_rank[r].assign(all.begin() + offsets[r], all.begin() + offsets[r] + counts[r]);
+  return assemble_weight_digests(hasher.files(), per_rank);
+}
+
 }  // namespace
 
 // Ranks on one host share its cores: without a count of its own each OpenMP runtime would take all
@@ -51,7 +68,13 @@ void PipelineSession::start(const Config& cfg, const ModelSpec& spec) {
   // The GPU must be current before NCCL communicators are made on it.
   device_ = make_device(backend, mpi_.local_rank());
   groups_ = make_process_groups(*world_, backend, parse_data_transport(cfg.get_string("parallel.data_transport")));
-  parts_ = make_pipeline_stage(StageOptions::from_config(cfg), spec, *world_, *groups_, backend, std::max(0, device_->info().index));
+  const StageOptions stage_opt = StageOptions::from_config(cfg);
+  std::unique_ptr<WeightHasher> hasher;  // runs while this rank's stage loads its weights
+  if (!stage_opt.weights.dummy && cfg.get_bool("model.hash_weights"))
+    hasher = std::make_unique<WeightHasher>(stage_opt.weights.path, mpi_.rank(), mpi_.size(),
+                                            weight_hash_threads(mpi_.local_size()));
+  parts_ = make_pipeline_stage(stage_opt, spec, *world_, *groups_, backend, std::max(0, device_->info().index));
+  if (hasher) weight_files_ = gather_weight_files(*hasher, MPI_COMM_WORLD, mpi_.rank(), mpi_.size());
   CONVEYOR_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, is_leader() ? 0 : MPI_UNDEFINED, world_->data_rank(), &leaders_));
   if (world_->world_size() > 1) {
     Watchdog::Options opt;

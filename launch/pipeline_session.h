@@ -17,6 +17,7 @@
 #include "runtime/dist/world_config.h"
 #include "runtime/engine/model_runner.h"
 #include "runtime/model/spec.h"
+#include "runtime/model/weight_digest.h"
 #include "stages/pipeline_stage.h"
 #include "stages/pipeline_trace.h"
 
@@ -39,6 +40,9 @@ class PipelineSession {
   const WorldConfig& world() const { return *world_; }
   // Layers per stage as this run split them (plan_layout), for reports. Made by start().
   const std::vector<int64_t>& partition() const { return parts_.partition; }
+  // Rank 0: the checkpoint's files with their digests, computed by start() while the weights loaded
+  // (empty for dummy weights or with model.hash_weights off).
+  const std::vector<WeightFileInfo>& weight_files() const { return weight_files_; }
   // Leader: the Engine's runner (it refers to this session, which must outlive it).
   std::unique_ptr<ModelRunner> make_runner();
   // Other ranks: run plans until shutdown.
@@ -57,6 +61,7 @@ class PipelineSession {
   PipelineParts parts_;
   std::unique_ptr<Watchdog> watchdog_;
   MPI_Comm leaders_ = MPI_COMM_NULL;
+  std::vector<WeightFileInfo> weight_files_;
 };
 
 // One line per stage: "stage 1: busy 71.2%, send 0.4%, bubble 28.4% (compute 1.20 s of 1.69 s)".

@@ -15,7 +15,7 @@
 #include <random>
 
 #include "runtime/core/error.h"
-#include "runtime/core/sha256.h"
+#include "runtime/core/log.h"
 #include "runtime/tokenizer/utf8.h"
 
 namespace conveyor {
@@ -102,100 +102,34 @@ json make_error_record(const std::optional<std::string>& custom_id, int64_t line
           {"line", line}};
 }
 
-// ---- manifest -------------------------------------------------------------------------------------
-
-json BatchManifest::to_json() const {
-  return {{"input", input_path},
-          {"input_sha256", input_sha256},
-          {"model", model},
-          {"sampling_defaults", sampling_defaults},
-          {"conveyor_version", conveyor_version}};
-}
-
-BatchManifest BatchManifest::from_json(const json& j, const std::string& origin) {
-  BatchManifest m;
-  try {
-    m.input_path = j.at("input").get<std::string>();
-    m.input_sha256 = j.at("input_sha256").get<std::string>();
-    m.model = j.at("model").get<std::string>();
-    m.sampling_defaults = j.at("sampling_defaults");
-    m.conveyor_version = j.at("conveyor_version").get<std::string>();
-  } catch (const json::exception& e) {
-    CONVEYOR_THROW("manifest '", origin, "' is incomplete (", e.what(),
-                   "); delete it together with the output to start the job over");
-  }
-  return m;
-}
-
-std::vector<std::string> BatchManifest::differences(const BatchManifest& previous) const {
-  std::vector<std::string> out;
-  if (input_sha256 != previous.input_sha256) {
-    out.push_back(detail::concat("the input differs: '", input_path, "' has sha256 ", input_sha256,
-                                 ", the earlier run read '", previous.input_path, "' with sha256 ",
-                                 previous.input_sha256));
-  }
-  if (model != previous.model) {
-    out.push_back(detail::concat("the model differs: now '", model, "', earlier '", previous.model, "'"));
-  }
-  if (sampling_defaults != previous.sampling_defaults) {
-    out.push_back(detail::concat("the sampling defaults differ: now ", sampling_defaults.dump(), ", earlier ",
-                                 previous.sampling_defaults.dump()));
-  }
-  return out;
-}
-
-std::string manifest_path_for(const std::string& output_path) { return output_path + ".manifest.json"; }
-
-BatchManifest make_manifest(const std::string& input_path, const std::string& model,
-                            const json& sampling_defaults) {
-  BatchManifest m;
-  m.input_path = input_path;
-  m.input_sha256 = sha256_file(input_path);
-  m.model = model;
-  m.sampling_defaults = sampling_defaults;
-  m.conveyor_version = CONVEYOR_VERSION;
-  return m;
-}
+// ---- manifest ---------------------------------------------------------------------------------------
 
 namespace {
 
-// Writes the manifest through a temporary file and rename, so a kill never leaves half a manifest.
-void write_manifest(const BatchManifest& m, const std::string& path) {
-  std::string tmp = path + ".tmp";
-  std::string text = m.to_json().dump(2) + "\n";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw_errno("creating the manifest", tmp);
-  ssize_t n = ::write(fd, text.data(), text.size());
-  bool ok = n == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok) throw_errno("writing the manifest", tmp);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno("renaming the manifest into", path);
+void refuse_if_different(const BatchOutputOptions& o, const std::vector<std::string>& diffs) {
+  if (diffs.empty()) return;
+  std::string list;
+  for (const auto& d : diffs) list += "\n  " + d;
+  CONVEYOR_THROW("refusing to resume into '", o.output_path, "': it belongs to a different job:", list,
+                 "\nRerun with the original input and model, or choose another --output (or delete '", o.output_path,
+                 "' and '", manifest_path_for(o.output_path), "') to start over.");
 }
 
-void check_or_write_manifest(const BatchOutputOptions& o) {
+// Writes the manifest of a fresh job, or checks a resume against the one there (returned).
+std::optional<BatchManifest> check_or_write_manifest(const BatchOutputOptions& o) {
   std::string path = manifest_path_for(o.output_path);
   off_t output_size = 0;
   bool output_exists = file_exists(o.output_path, &output_size);
-  if (!file_exists(path, nullptr)) {
+  std::optional<BatchManifest> previous = read_manifest(path);
+  if (!previous) {
     CONVEYOR_CHECK(!output_exists || output_size == 0, "the output '", o.output_path,
                    "' already has content but no manifest '", path,
                    "', so conveyor cannot tell which job wrote it; choose another --output or move that file away");
     write_manifest(o.manifest, path);
-    return;
+    return std::nullopt;
   }
-  std::ifstream in(path);
-  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  CONVEYOR_CHECK(!j.is_discarded() && j.is_object(), "the manifest '", path,
-                 "' is not valid JSON; delete it together with the output to start the job over");
-  BatchManifest previous = BatchManifest::from_json(j, path);
-  std::vector<std::string> diffs = o.manifest.differences(previous);
-  if (!diffs.empty()) {
-    std::string list;
-    for (const auto& d : diffs) list += "\n  " + d;
-    CONVEYOR_THROW("refusing to resume into '", o.output_path, "': it belongs to a different job:", list,
-                   "\nRerun with the original input and model, or choose another --output (or delete '",
-                   o.output_path, "' and '", path, "') to start over.");
-  }
+  refuse_if_different(o, o.manifest.differences(*previous));
+  return previous;
 }
 
 }  // namespace
@@ -215,7 +149,7 @@ BatchOutputWriter::BatchOutputWriter(BatchOutputOptions options) : options_(std:
     }
   }
   lock_ = OutputLock(options_.output_path);  // before anything of the job's files is read or written
-  check_or_write_manifest(options_);
+  previous_ = check_or_write_manifest(options_);
   output_.path = options_.output_path;
   errors_.path = options_.errors_path;
   open_file(&output_, /*is_output=*/true);
@@ -312,6 +246,26 @@ void BatchOutputWriter::write_error(const std::optional<std::string>& custom_id,
   if (line > 0) error_keys_.insert(key);
   if (custom_id) done_.insert(*custom_id);
   ++errors_written_;
+}
+
+void BatchOutputWriter::confirm_model_files(const std::vector<WeightFileInfo>& files) {
+  bool resumed = previous_ && resumed_results_ > 0;
+  if (files.empty()) {
+    if (resumed && previous_->has_digests())
+      spdlog::warn("model.hash_weights is off: the model's content is not compared with the run that wrote '{}'",
+                   options_.output_path);
+    return;
+  }
+  options_.manifest.model_files = files;
+  options_.manifest.has_model_files = true;
+  if (previous_) {
+    refuse_if_different(options_, options_.manifest.content_differences(*previous_));
+    if (resumed && !previous_->has_digests())
+      spdlog::warn("the manifest '{}' records no digests of the model files (written by an older conveyor, or the run "
+                   "stopped while loading), so the model cannot be checked against the run that wrote '{}'; "
+                   "recording them now", manifest_path_for(options_.output_path), options_.output_path);
+  }
+  write_manifest(options_.manifest, manifest_path_for(options_.output_path));
 }
 
 void BatchOutputWriter::sync_if_due() {

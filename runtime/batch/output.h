@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/batch/input.h"
+#include "runtime/batch/manifest.h"
 #include "runtime/batch/output_lock.h"
 #include "runtime/sampling/stop_checker.h"
 
@@ -41,25 +42,6 @@ nlohmann::json make_error_record(const std::optional<std::string>& custom_id, in
                                  const std::string& message, const std::string& request_id);
 // A fresh random id with a prefix: "batch_req_" + 32 hex digits.
 std::string random_id(const std::string& prefix);
-
-// What a resume must agree on.
-struct BatchManifest {
-  std::string input_path;
-  std::string input_sha256;
-  std::string model;
-  nlohmann::json sampling_defaults = nlohmann::json::object();
-  std::string conveyor_version;
-
-  nlohmann::json to_json() const;
-  static BatchManifest from_json(const nlohmann::json& j, const std::string& origin);
-  // Human sentences for each field that differs in a way that forbids resuming (input, model,
-  // sampling defaults); empty when a resume is allowed. The version may differ.
-  std::vector<std::string> differences(const BatchManifest& previous) const;
-};
-std::string manifest_path_for(const std::string& output_path);  // "<output>.manifest.json"
-// The manifest of a job: hashes the input file.
-BatchManifest make_manifest(const std::string& input_path, const std::string& model,
-                            const nlohmann::json& sampling_defaults);
 
 struct BatchOutputOptions {
   std::string output_path;
@@ -94,6 +76,11 @@ class BatchOutputWriter {
                    int status_code = 400);
   void write_error(const BatchLineError& e) { write_error(e.custom_id, e.line, e.reason); }
 
+  // Once the weights have loaded: compares the model files' digests with the earlier run's (refusing,
+  // naming the file, when one differs; warning when the earlier run recorded none although it wrote
+  // results) and records them in the manifest. `files` empty: hashing was off, nothing to compare.
+  void confirm_model_files(const std::vector<WeightFileInfo>& files);
+
   // fsyncs when fsync_interval has passed since the last sync; the engine may call it when idle.
   void sync_if_due();
   void sync();   // fsync both files now
@@ -112,6 +99,7 @@ class BatchOutputWriter {
   void append_line(File* f, const nlohmann::json& record);
 
   BatchOutputOptions options_;
+  std::optional<BatchManifest> previous_;  // the manifest found at open (a resume)
   OutputLock lock_;  // held from before the first read of any file until close()
   File output_, errors_;
   std::unordered_set<std::string> done_;

@@ -214,6 +214,15 @@ GgufContents parse_gguf(const uint8_t* data, size_t size, const std::string& nam
                  ", past the end of the file (", size, " bytes); the file is truncated");
   out.data_start = static_cast<size_t>(start <= size ? start : size);
   uint64_t data_size = size - out.data_start;
+  // The size the header implies, so a truncated download is named as such with both sizes.
+  const GgufTensorInfo* last = nullptr;
+  for (const auto& t : out.tensors)
+    if (t.offset <= std::numeric_limits<uint64_t>::max() - t.nbytes && (!last || t.offset + t.nbytes > last->offset + last->nbytes)) last = &t;
+  if (last && last->offset + last->nbytes <= std::numeric_limits<uint64_t>::max() - out.data_start) {
+    uint64_t described = out.data_start + last->offset + last->nbytes;
+    CONVEYOR_CHECK(described <= size, "GGUF file '", name, "' is ", size, " bytes but its header describes ", described,
+                   " bytes (tensor '", last->name, "' ends there); the file is truncated: download it again");
+  }
   for (const auto& t : out.tensors) {
     CONVEYOR_CHECK(t.offset % out.alignment == 0, "GGUF file '", name, "': tensor '", t.name, "' offset ", t.offset,
                    " is not a multiple of the alignment ", out.alignment, "; the file is corrupt");

@@ -84,7 +84,8 @@ SafetensorsTensor parse_tensor(const std::string& name, const json& info, const 
 }
 
 // Tensors must tile the data area exactly: sorted by begin, each starts where the previous ended.
-void check_layout(std::vector<SafetensorsTensor> tensors, size_t data_size, const std::string& file) {
+void check_layout(std::vector<SafetensorsTensor> tensors, size_t data_start, size_t file_size, const std::string& file) {
+  const size_t data_size = file_size - data_start;
   std::sort(tensors.begin(), tensors.end(), [](const SafetensorsTensor& a, const SafetensorsTensor& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
@@ -95,6 +96,8 @@ void check_layout(std::vector<SafetensorsTensor> tensors, size_t data_size, cons
                    " (tensors must be contiguous and non-overlapping); the file is corrupt");
     expect = t.end;
   }
+  CONVEYOR_CHECK(expect <= data_size, "safetensors file '", file, "' is ", file_size, " bytes but its header describes ",
+                 data_start + expect, " bytes; the file is truncated: download it again");
   CONVEYOR_CHECK(expect == data_size, "safetensors file '", file, "': tensors cover ", expect,
                  " bytes but the data area holds ", data_size, " bytes; the file is truncated or corrupt");
 }
@@ -149,7 +152,7 @@ SafetensorsHeader parse_safetensors(const uint8_t* data, size_t size, const std:
     }
     out.tensors.push_back(parse_tensor(it.key(), *it, name));
   }
-  check_layout(out.tensors, size - out.data_start, name);
+  check_layout(out.tensors, out.data_start, size, name);
   std::sort(out.tensors.begin(), out.tensors.end(),
             [](const SafetensorsTensor& a, const SafetensorsTensor& b) { return a.name < b.name; });
   return out;

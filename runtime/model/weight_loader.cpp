@@ -3,6 +3,7 @@
 // set's fills share one copy of the loader (spec copy + shared source), never the caller's objects.
 #include "runtime/model/weight_loader.h"
 
+#include <cmath>
 #include <exception>
 #include <memory>
 #include <set>
@@ -35,6 +36,14 @@ void parallel_for(int64_t n, Fn fn) {
     }
   }
   if (error) std::rethrow_exception(error);
+}
+
+// Non-finite values among n floats; a vectorisable pass, so the scan costs little next to the read.
+int64_t count_non_finite(const float* x, int64_t n) {
+  int64_t bad = 0;
+#pragma omp parallel for reduction(+ : bad) schedule(static) if (n >= (1 << 16))
+  for (int64_t i = 0; i < n; ++i) bad += std::isfinite(x[i]) ? 0 : 1;
+  return bad;
 }
 
 }  // namespace
@@ -90,6 +99,17 @@ int64_t WeightLoader::source_row(const WeightId& id, int64_t row) const {
 }
 
 void WeightLoader::read(const WeightId& id, const HostTensor& t, float* out) const {
+  read_values(id, t, out);
+  if (!check_finite_) return;
+  int64_t bad = count_non_finite(out, t.numel());
+  if (bad == 0) return;
+  const std::string name = source_name(id);
+  CONVEYOR_THROW("tensor '", name, "' in '", source_->at(name).file, "' has ", bad, " non-finite value(s) (NaN or Inf) in the ",
+                 t.numel(), " elements this rank loads; the file is corrupt. Download it again (set "
+                 "model.check_finite=false only to load it anyway)");
+}
+
+void WeightLoader::read_values(const WeightId& id, const HostTensor& t, float* out) const {
   const std::string name = source_name(id);
   if (t.full_shape.size() == 1) {  // norms and biases: one element range
     int64_t b = t.split_begin;
@@ -128,7 +148,9 @@ WeightSet open_share(const ModelSpec& spec, const WeightShare& share, const Weig
   if (origin.dummy) return make_dummy_weights(spec, share, origin.seed);
   CONVEYOR_CHECK(!origin.path.empty(), "model.path is empty: give a model directory or .gguf file (--model), or use "
                  "--load-format dummy with --model-config");
-  return WeightLoader(spec, open_weight_source(origin.path)).load_share(share);  // lazy: the set owns the source
+  WeightLoader loader(spec, open_weight_source(origin.path));
+  loader.set_check_finite(origin.check_finite);
+  return loader.load_share(share);  // lazy: the set owns the source
 }
 
 }  // namespace conveyor

@@ -30,6 +30,9 @@ class WeightLoader {
   // The share's tensors, none read yet (share errors, e.g. a bad TP size, are thrown here).
   WeightSet load_share(const WeightShare& share) const;
 
+  // Every tensor read is scanned for NaN/Inf and refused naming it (on unless turned off).
+  void set_check_finite(bool on) { check_finite_ = on; }
+
   // The checkpoint's name for a weight (the embedding's for a tied LM head).
   std::string source_name(const WeightId& id) const;
 
@@ -37,12 +40,14 @@ class WeightLoader {
   void check_source() const;
   // Source row holding HF row `row` of a weight (differs only for GGUF llama Q/K).
   int64_t source_row(const WeightId& id, int64_t row) const;
-  // Converts the share `t` describes (header.numel() floats) into out.
+  // Converts the share `t` describes (header.numel() floats) into out, then scans it.
   void read(const WeightId& id, const HostTensor& t, float* out) const;
+  void read_values(const WeightId& id, const HostTensor& t, float* out) const;
 
   ModelSpec spec_;  // a copy: lazy sets may outlive the caller's spec
   std::shared_ptr<const WeightSource> source_;
   bool unpermute_qk_ = false;
+  bool check_finite_ = true;
 };
 
 // Where a rank's weights come from (model.load_format, model.path, runtime.seed).
@@ -50,6 +55,7 @@ struct WeightOrigin {
   bool dummy = false;  // load_format dummy: values from `seed`, no checkpoint read
   std::string path;    // the checkpoint: an HF directory or a .gguf file
   uint64_t seed = 0;
+  bool check_finite = true;  // model.check_finite: refuse a tensor holding NaN/Inf
 };
 
 // The share's weights from `origin`: dummy values (make_dummy_weights), or a lazy set over the

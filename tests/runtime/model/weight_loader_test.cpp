@@ -10,10 +10,14 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "runtime/model/gguf_dequant.h"
 #include "runtime/model/gguf_file.h"
+#include "runtime/model/safetensors_file.h"
 #include "runtime/model/weights_dummy.h"
 #include "tests/runtime/model/formats_test_util.h"
 #include "tests/support/test_support.h"
@@ -249,6 +253,57 @@ TEST(WeightLoader, LoadsAShareOfTheRealSmolLM2) {
   for (const auto& [n, t] : set) bytes += t.data.size() * 4;
   EXPECT_EQ(lazy.bytes(), bytes);
   EXPECT_LT(lazy.bytes(), 50u << 20);  // a share, not the ~540 MB fp32 model
+}
+
+}  // namespace
+}  // namespace conveyor
+
+namespace conveyor {
+namespace {
+
+// Writes a NaN at element `nan_at` and an Inf at `inf_at` of tensor `name` of a safetensors file.
+void plant_non_finite(const std::string& file, const std::string& name, size_t nan_at, size_t inf_at) {
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    bytes = ss.str();
+  }
+  SafetensorsHeader h = parse_safetensors(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), file);
+  auto t = std::find_if(h.tensors.begin(), h.tensors.end(), [&](const SafetensorsTensor& x) { return x.name == name; });
+  ASSERT_NE(t, h.tensors.end()) << name;
+  size_t es = safetensors_dtype_size(t->dtype);
+  uint32_t nan = 0x7fc00000u, inf = 0x7f800000u;  // f32 bits; bf16 is their top half
+  if (t->dtype == SafetensorsDType::kBF16) nan >>= 16, inf >>= 16;
+  if (t->dtype == SafetensorsDType::kF16) nan = 0x7e00u, inf = 0x7c00u;
+  std::memcpy(&bytes[h.data_start + t->begin + nan_at * es], &nan, es);
+  std::memcpy(&bytes[h.data_start + t->begin + inf_at * es], &inf, es);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// NaN and Inf planted in one tensor of a copy of tiny_llama: reading it is refused naming the tensor,
+// its file and the count; other tensors read; with the scan off the values come through as they are.
+TEST(WeightLoader, RefusesNonFiniteTensorsUnlessTheScanIsOff) {
+  std::string dir = testing::temp_dir("loader_nan");
+  for (const char* f : {"config.json", "generation_config.json", "model.safetensors"})
+    std::filesystem::copy_file(data_path(std::string("formats/tiny_llama/") + f), dir + "/" + f);
+  const std::string file = dir + "/model.safetensors";
+  const std::string name = "model.layers.1.mlp.up_proj.weight";
+  plant_non_finite(file, name, 5, 77);
+  ModelSpec spec = load_model_spec(dir);
+  WeightOrigin origin;
+  origin.path = dir;
+  WeightSet set = open_share(spec, WeightShare::whole_model(spec), origin);
+  EXPECT_NO_THROW(set.materialize(internal_name({WeightKind::kUp, 0})));
+  expect_error([&] { set.materialize(internal_name({WeightKind::kUp, 1})); },
+               "tensor '" + name + "' in '" + file + "' has 2 non-finite value(s) (NaN or Inf)");
+  origin.check_finite = false;
+  WeightSet unchecked = open_share(spec, WeightShare::whole_model(spec), origin);
+  HostTensor t = unchecked.materialize(internal_name({WeightKind::kUp, 1}));
+  int64_t bad = 0;
+  for (float v : t.data) bad += std::isfinite(v) ? 0 : 1;
+  EXPECT_EQ(bad, 2);
 }
 
 }  // namespace
