@@ -57,11 +57,23 @@ trap 'conveyor_forward TERM' TERM
 # Requeue this job unless Slurm already did (an outside requeue leaves it pending) or it is going away.
 conveyor_requeue() {
   local state
+  if (( ${SLURM_RESTART_COUNT:-0} >= ${CONVEYOR_MAX_REQUEUES:-10} )); then
+    echo "conveyor: $1, but job $SLURM_JOB_ID was requeued ${SLURM_RESTART_COUNT} times already" \
+      "(CONVEYOR_MAX_REQUEUES); not again" >&2
+    exit 1
+  fi
   state=$(squeue -h -j "$SLURM_JOB_ID" -o %T 2>/dev/null || true)
   if [[ "$state" != RUNNING ]]; then
     echo "conveyor: job $SLURM_JOB_ID is ${state:-gone}; not requeueing it again" >&2
     return 0
   fi
+  # A step still ending on another node (srun returns once the first rank exits) would meet the
+  # requeued job's step of the same id there: requeue when every step has gone (bounded by KillWait).
+  local i
+  for i in $(seq 40); do
+    squeue -h -s -j "$SLURM_JOB_ID" -o %i 2>/dev/null | grep -qE '\.[0-9]+$' || break
+    sleep 1
+  done
   echo "conveyor: $1; requeueing job $SLURM_JOB_ID to resume from $OUTPUT" >&2
   scontrol requeue "$SLURM_JOB_ID"
 }

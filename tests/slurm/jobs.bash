@@ -7,14 +7,22 @@ failed=0
 job_field() { scontrol show job -o "$1" 2>/dev/null | grep -o "\b$2=[^ ]*" | head -1 | cut -d= -f2; }
 out_lines() { [[ -s "$1" ]] && wc -l < "$1" || echo 0; }
 
-# Waits up to $2 s for job $1 to end; a requeued job held on its BeginTime starts at once.
+# Slurm holds a requeued job ~120 s (BeginTime) so the last run's steps are gone when it starts
+# again; the test starts it as soon as no slurmstepd of the job is left.
+release_held() {
+  [[ $(job_field "$1" Reason) == BeginTime ]] || return 0
+  pgrep -f "^slurmstepd: \[$1\." >/dev/null && return 0
+  scontrol update jobid="$1" StartTime=now
+}
+
+# Waits up to $2 s for job $1 to end, releasing it when it is held after a requeue.
 wait_end() {
   local job=$1 deadline=$(( SECONDS + $2 )) state
   while (( SECONDS < deadline )); do
     state=$(job_field "$job" JobState)
     case "$state" in
       COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) echo "$state"; return 0 ;;
-      PENDING) [[ $(job_field "$job" Reason) == BeginTime ]] && scontrol update jobid="$job" StartTime=now ;;
+      PENDING) release_held "$job" ;;
     esac
     sleep 2
   done
@@ -64,15 +72,17 @@ check_case() {
   restarts=$(job_field "$job" Restarts)
   case "$mode" in
     refused)
-      [[ $state == FAILED ]] && grep -q "PP x TP = 4 x 1" "$dir/job.log" ;;
+      [[ $state == FAILED ]] && grep -q "ranks, but the allocation has 2 tasks" "$dir/job.log" ;;
     scancel)
       sleep 5  # a job that would requeue itself shows up PENDING again by now
       [[ $state == CANCELLED && $(job_field "$job" JobState) == CANCELLED && ${restarts:-0} -eq 0 ]] &&
         python3 "$here/check_results.py" --partial "$tmp/$input.jsonl" "$tmp/$input.ref.jsonl" "$dir/out.jsonl" ;;
     *)
-      local min_restarts=1
-      [[ $mode == ok ]] && min_restarts=0
-      [[ $state == COMPLETED && ${restarts:-0} -ge $min_restarts ]] &&
+      # One stop, one requeue: a second would mean the requeued run tripped over the first.
+      local want="^1$"
+      [[ $mode == ok ]] && want="^0$"
+      [[ $mode == timelimit ]] && want="^[1-9]"
+      [[ $state == COMPLETED && ${restarts:-0} =~ $want ]] &&
         python3 "$here/check_results.py" "$tmp/$input.jsonl" "$tmp/$input.ref.jsonl" "$dir/out.jsonl" ;;
   esac
 }
