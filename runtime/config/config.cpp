@@ -63,6 +63,14 @@ bool parse_bool(const std::string& t, bool* out) {
   return false;
 }
 
+// A leading `~/` in a string value is the user's home, as in a shell: run configs name files under
+// ~/.cache and the like, and sbatch scripts run from the spool where no shell expanded them.
+std::string expand_home(const std::string& t) {
+  const char* home = std::getenv("HOME");
+  if (home == nullptr || *home == '\0' || !(t == "~" || starts_with(t, "~/"))) return t;
+  return std::string(home) + t.substr(1);
+}
+
 [[noreturn]] void bad_value(const KeySpec& spec, const std::string& text, const std::string& origin,
                             const std::string& why) {
   CONVEYOR_THROW("config key '", spec.path, "' (set by ", origin, "): ", why, "; got '", text, "'");
@@ -114,7 +122,7 @@ ConfigValue parse_config_value(const KeySpec& spec, const std::string& raw, cons
       check_bounds(spec, v.f, t, origin);
       break;
     case ValueType::kString:
-      v.s = t;
+      v.s = expand_home(t);
       break;
     case ValueType::kIntList: {
       std::string body = t;

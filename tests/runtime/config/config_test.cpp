@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "runtime/config/cli.h"
@@ -45,6 +46,26 @@ TEST(Config, Defaults) {
   EXPECT_EQ(c.get_string("model.load_format"), "auto");
   EXPECT_TRUE(c.get_int_list("parallel.partition").empty());
   EXPECT_EQ(c.value("parallel.pipeline").origin, "default");
+}
+
+TEST(Config, LeadingTildeInStringsIsHome) {
+  std::string home = std::getenv("HOME") ? std::getenv("HOME") : "";
+  ASSERT_FALSE(home.empty());
+  std::string path = write_yaml("home.yaml", "model:\n  path: ~/models/a.gguf\n  tokenizer: /t/~/x\n");
+  Config c = from_cli({"--config", path, "--set", "io.output=~/out.jsonl", "--set", "io.errors=~x"});
+  EXPECT_EQ(c.get_string("model.path"), home + "/models/a.gguf");
+  EXPECT_EQ(c.get_string("model.tokenizer"), "/t/~/x");  // only a leading ~/ is the home
+  EXPECT_EQ(c.get_string("io.output"), home + "/out.jsonl");
+  EXPECT_EQ(c.get_string("io.errors"), "~x");  // ~user is not expanded
+}
+
+// The shipped run config (CONFIG of launch/slurm) parses and names the cached test model.
+TEST(Config, ShippedRunConfigParses) {
+  Config c;
+  c.merge_yaml_file(std::string(CONVEYOR_SOURCE_DIR) + "/configs/smollm2-135m-instruct.yaml");
+  EXPECT_EQ(c.get_string("model.path"),
+            std::string(std::getenv("HOME")) + "/.cache/conveyor/SmolLM2-135M-Instruct.Q4_1.gguf");
+  EXPECT_DOUBLE_EQ(c.get_float("sampling.temperature"), 0.0);
 }
 
 TEST(Config, YamlThenCliPrecedence) {
