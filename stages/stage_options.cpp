@@ -19,6 +19,7 @@ StageOptions StageOptions::from_config(const Config& c) {
   o.cpu_kv_cache_space_gib = c.get_float("cache.cpu_kv_cache_space");
   o.gpu_memory_utilization = c.get_float("cache.gpu_memory_utilization");
   o.kv_cache_dtype = c.get_string("cache.kv_cache_dtype");
+  o.quantization = c.get_string("model.quantization");
   o.dtype = c.get_string("model.dtype");
   o.weights.dummy = c.get_string("model.load_format") == "dummy";
   o.weights.path = c.get_string("model.path");
@@ -26,6 +27,12 @@ StageOptions StageOptions::from_config(const Config& c) {
   o.cuda_graphs = c.get_bool("runtime.cuda_graphs");
   o.profile_step = c.get_int("runtime.profile_step");
   return o;
+}
+
+ModelSpec StageOptions::quantized(const ModelSpec& spec) const {
+  ModelSpec s = spec;
+  apply_quantization_flag(s.quant, quantization);
+  return s;
 }
 
 }  // namespace conveyor

@@ -31,12 +31,15 @@ struct StageOptions {
   std::string kv_cache_dtype = "auto";  // cache.kv_cache_dtype
   // model.*
   std::string dtype = "auto";  // model.dtype (CUDA backend)
+  std::string quantization = "none";  // model.quantization
   WeightOrigin weights;        // model.load_format == dummy, model.path, runtime.seed
   // runtime.*
   bool cuda_graphs = true;     // runtime.cuda_graphs
   int64_t profile_step = -1;   // runtime.profile_step
 
   static StageOptions from_config(const Config& config);
+  // The spec with model.quantization applied (what every stage builds, plans and loads).
+  ModelSpec quantized(const ModelSpec& spec) const;
 };
 
 }  // namespace conveyor
