@@ -115,6 +115,22 @@ Tensor WeightBank::take_linear(const std::vector<std::string>& names) {
   return ops_.adopt_fp8(std::move(out));
 }
 
+size_t device_weight_bytes(const WeightSet& weights, bool fp8_linears, size_t elem) {
+  static const char* const kLinears[] = {".q_proj", ".k_proj", ".v_proj", ".o_proj", ".gate_proj", ".up_proj",
+                                         ".down_proj"};
+  size_t bytes = 0;
+  for (const std::string& name : weights.names()) {
+    const HostTensor& h = weights.header(name);
+    const auto n = static_cast<size_t>(h.numel());
+    bool linear = false;
+    for (const char* suffix : kLinears) linear = linear || ends_with(name, suffix);
+    if (fp8_linears && linear) bytes += n + static_cast<size_t>(h.shape[0]) * sizeof(float);
+    else if (ends_with(name, "_scale")) bytes += n * sizeof(float);
+    else bytes += n * elem;
+  }
+  return bytes;
+}
+
 void WeightBank::finish() const {
   if (weights_.empty()) return;
   CONVEYOR_THROW("internal: weights loaded but not used by any layer: ", join(weights_.names(), ", "));

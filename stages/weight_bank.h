@@ -42,4 +42,8 @@ class WeightBank {
   bool fp8_linears_ = false;
 };
 
+// Device bytes of a set's weights once adopted: elem bytes per value, except FP8 layer linears
+// (fp8_linears) at one byte per value plus an fp32 scale per row; a checkpoint's scale entries fp32.
+size_t device_weight_bytes(const WeightSet& weights, bool fp8_linears, size_t elem);
+
 }  // namespace conveyor

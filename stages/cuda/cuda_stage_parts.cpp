@@ -15,6 +15,7 @@
 #include "stages/cuda/cuda_ops.h"
 #include "stages/cuda/cuda_stage_sampler.h"
 #include "stages/kv_cache.h"
+#include "stages/weight_bank.h"
 
 namespace conveyor {
 namespace {
@@ -39,7 +40,7 @@ int sampler_rows(const StageOptions& opt) {
 void reserve(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, const WeightSet& weights,
              bool samples, size_t elem, MemoryRow& row) {
   // The set is lazy: bytes() is the fp32 size it will yield, not memory it holds.
-  const size_t weight_bytes = weights.bytes() / sizeof(float) * elem;
+  const size_t weight_bytes = device_weight_bytes(weights, spec.quant.fp8_linears(), elem);
   const ModelTraits traits = model_traits(spec, share.tp_size);
   const size_t tokens = static_cast<size_t>(opt.max_num_batched_tokens);
   const size_t q_cols = static_cast<size_t>(traits.attention.n_heads) * traits.attention.head_dim;
