@@ -2,6 +2,7 @@
 #include "stages/stage_options.h"
 
 #include "runtime/config/config.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 
@@ -19,6 +20,10 @@ StageOptions StageOptions::from_config(const Config& c) {
   o.cpu_kv_cache_space_gib = c.get_float("cache.cpu_kv_cache_space");
   o.gpu_memory_utilization = c.get_float("cache.gpu_memory_utilization");
   o.kv_cache_dtype = c.get_string("cache.kv_cache_dtype");
+  // Refused here rather than ignored: a run asked for FP8 KV must not silently keep 16-bit KV.
+  CONVEYOR_CHECK(o.kv_cache_dtype != "fp8" && o.kv_cache_dtype != "fp8_e4m3", "cache.kv_cache_dtype = ",
+                 o.kv_cache_dtype, ": the FP8 KV cache is not implemented yet (FP8 weights are: --quantization fp8); ",
+                 "use auto");
   o.quantization = c.get_string("model.quantization");
   o.dtype = c.get_string("model.dtype");
   o.weights.dummy = c.get_string("model.load_format") == "dummy";
