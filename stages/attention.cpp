@@ -10,10 +10,10 @@ namespace conveyor {
 Attention::Attention(const ModelTraits& traits, int layer, WeightBank& w, Communicator* tp)
     : config_(traits.attention), rope_(traits.rope) {
   const std::string p = "layers." + std::to_string(layer) + ".";
-  Tensor weight = w.take_concat_rows({p + "q_proj", p + "k_proj", p + "v_proj"});
+  Tensor weight = w.take_linear({p + "q_proj", p + "k_proj", p + "v_proj"});
   Tensor bias = traits.qkv_bias ? w.take_concat_rows({p + "q_bias", p + "k_bias", p + "v_bias"}) : Tensor();
   qkv_ = ColumnParallelLinear(std::move(weight), std::move(bias));
-  o_ = RowParallelLinear(w.take(p + "o_proj"), tp);
+  o_ = RowParallelLinear(w.take_linear({p + "o_proj"}), tp);
 }
 
 void Attention::forward(Ops& ops, const TensorView& x, const KvLayerView& cache, const TensorView& residual) const {

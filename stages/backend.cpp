@@ -37,6 +37,10 @@ void validate_batch(const BatchInfo& b, const char* backend) {
                  backend, " set_batch: per-sequence arrays do not match ", b.num_seqs(), " sequences");
 }
 
+Tensor Ops::adopt_fp8(Fp8HostWeight&& w) {
+  CONVEYOR_THROW("this backend has no FP8 linears (weight '", w.name, "'); run without --quantization fp8");
+}
+
 void Ops::linear_add(const TensorView& out, const TensorView& x, const TensorView& w) {
   Tensor y = empty(out.rows, out.cols, out.dtype);
   linear(y.view(), x, w, TensorView{});

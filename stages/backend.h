@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -26,13 +27,31 @@ struct TensorView {
   int64_t rows = 0;
   int64_t cols = 0;
   DType dtype = DType::kF32;
+  // An FP8 linear weight: data holds e4m3 codes (kU8 on a GPU; on the CPU their exact fp32 values,
+  // which its blocked fp32 matmul reads), scales one fp32 scale per row in the same memory, and
+  // input_scale the static activation scale (0: activations are quantized per token).
+  const float* scales = nullptr;
+  float input_scale = 0.f;
+  bool fp8() const { return scales != nullptr; }
   int64_t numel() const { return rows * cols; }
   float* f32() const { return static_cast<float*>(data); }
   // Rows [first, first + count) of this (contiguous) view.
   TensorView row_slice(int64_t first, int64_t count) const {
     return TensorView{static_cast<char*>(data) + first * cols * static_cast<int64_t>(dtype_size(dtype)), count, cols,
-                      dtype};
+                      dtype, scales ? scales + first : nullptr, input_scale};
   }
+};
+
+// An FP8 linear weight on the host, as WeightBank hands it to a backend: e4m3 codes in the HF
+// [out, in] layout, one fp32 scale per output row (a per-tensor scale repeated), the static
+// activation scale or 0 for dynamic per-token activations.
+struct Fp8HostWeight {
+  std::string name;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<uint8_t> codes;  // [rows, cols]
+  std::vector<float> scales;   // [rows]
+  float input_scale = 0.f;
 };
 
 // A tensor owned by the backend (host or device memory); cheap to move, freed with its last copy.
@@ -141,6 +160,9 @@ class Ops {
   virtual Tensor empty(int64_t rows, int64_t cols, DType dt) = 0;
   Tensor empty(int64_t rows, int64_t cols) { return empty(rows, cols, dtype()); }
   virtual Tensor adopt(HostTensor&& weight) = 0;
+  // Takes an FP8 linear weight (codes and scales); linear / linear_add then run FP8 GEMMs with it,
+  // quantizing x per token (or with the static input_scale). Backends without FP8 throw.
+  virtual Tensor adopt_fp8(Fp8HostWeight&& weight);
   // upload converts host fp32 to dtype(); download converts any float tensor to fp32 and waits.
   virtual Tensor upload(const float* host, int64_t rows, int64_t cols) = 0;
   virtual void download(const TensorView& t, float* host) = 0;  // host holds t.numel() floats
@@ -174,7 +196,7 @@ class Ops {
   virtual void embedding(const TensorView& out, const TensorView& table, int vocab_size, int vocab_start) = 0;
   virtual void rms_norm(const TensorView& out, const TensorView& x, const TensorView& weight, float eps) = 0;
   // out = x W^T (+ bias); w is [out_features, in_features], bias [1, out_features] or empty. out may
-  // be kF32 while x and w are dtype() (the LM head's logits).
+  // be kF32 while x and w are dtype() (the LM head's logits). An FP8 w (w.fp8()) quantizes x first.
   virtual void linear(const TensorView& out, const TensorView& x, const TensorView& w, const TensorView& bias) = 0;
   // out += x W^T, out in dtype() (a projection added into the residual stream). The default is linear
   // into a temporary, then add; a GPU accumulates in the GEMM (one rounding, no extra pass).

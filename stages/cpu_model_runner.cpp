@@ -49,7 +49,8 @@ int cpu_kv_blocks(const StageOptions& opt, const ModelSpec& spec) {
   return blocks;
 }
 
-std::unique_ptr<LocalModelRunner> make_cpu_model_runner(const StageOptions& opt, const ModelSpec& spec) {
+std::unique_ptr<LocalModelRunner> make_cpu_model_runner(const StageOptions& opt, const ModelSpec& model) {
+  const ModelSpec spec = opt.quantized(model);
   WeightSet weights = open_share(spec, WeightShare::whole_model(spec), opt.weights);
   return std::make_unique<CpuModelRunner>(spec, std::move(weights), cpu_kv_blocks(opt, spec), opt.block_size);
 }

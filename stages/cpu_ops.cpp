@@ -9,6 +9,7 @@
 #include "kernels/cpu/add.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/fp8.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
@@ -47,6 +48,23 @@ class CpuOps final : public Ops {
     CONVEYOR_CHECK(static_cast<int64_t>(buf->size()) == rows * cols, "cpu adopt: weight '", w.name, "' holds ",
                    buf->size(), " values for shape [", rows, ", ", cols, "]");
     return Tensor(buf, TensorView{buf->data(), rows, cols, DType::kF32});
+  }
+
+  // Codes are kept as their exact fp32 values so the FP8 GEMM runs through the blocked fp32 matmul.
+  Tensor adopt_fp8(Fp8HostWeight&& w) override {
+    CONVEYOR_CHECK(static_cast<int64_t>(w.codes.size()) == w.rows * w.cols &&
+                       static_cast<int64_t>(w.scales.size()) == w.rows,
+                   "cpu adopt_fp8: weight '", w.name, "' holds ", w.codes.size(), " codes and ", w.scales.size(),
+                   " scales for [", w.rows, ", ", w.cols, "]");
+    struct Storage {
+      std::vector<float> values;
+      std::vector<float> scales;
+    };
+    auto buf = std::make_shared<Storage>();
+    buf->values.resize(w.codes.size());
+    dequantize_rows_fp8_ref(buf->values.data(), w.codes.data(), nullptr, w.rows, w.cols);
+    buf->scales = std::move(w.scales);
+    return Tensor(buf, TensorView{buf->values.data(), w.rows, w.cols, DType::kF32, buf->scales.data(), w.input_scale});
   }
 
   Tensor upload(const float* host, int64_t rows, int64_t cols) override {
@@ -97,6 +115,11 @@ class CpuOps final : public Ops {
     check_shape(w, out.cols, x.cols, "linear", "weight");
     check_shape(out, x.rows, w.rows, "linear", "out");
     if (bias.data) check_shape(bias, 1, w.rows, "linear", "bias");
+    if (w.fp8()) {
+      linear_fp8_ref(out.f32(), x.f32(), w.f32(), w.scales, w.input_scale, bias.data ? bias.f32() : nullptr,
+                     static_cast<int>(x.rows), static_cast<int>(w.rows), static_cast<int>(x.cols));
+      return;
+    }
     matmul_ref(out.f32(), x.f32(), w.f32(), bias.data ? bias.f32() : nullptr, static_cast<int>(x.rows),
                static_cast<int>(w.rows), static_cast<int>(x.cols));
   }

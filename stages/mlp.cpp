@@ -9,10 +9,10 @@ namespace conveyor {
 
 Mlp::Mlp(const ModelTraits& traits, int layer, WeightBank& w, Communicator* tp) {
   const std::string p = "layers." + std::to_string(layer) + ".";
-  gate_up_ = ColumnParallelLinear(w.take_concat_rows(p + "gate_proj", p + "up_proj"), Tensor());
+  gate_up_ = ColumnParallelLinear(w.take_linear({p + "gate_proj", p + "up_proj"}), Tensor());
   CONVEYOR_CHECK(gate_up_.out_features() == 2 * traits.intermediate_local, "layer ", layer, ": gate/up hold ",
                  gate_up_.out_features(), " rows, expected 2 x ", traits.intermediate_local);
-  down_ = RowParallelLinear(w.take(p + "down_proj"), tp);
+  down_ = RowParallelLinear(w.take_linear({p + "down_proj"}), tp);
 }
 
 void Mlp::forward(Ops& ops, const TensorView& x, const TensorView& residual) const {

@@ -336,8 +336,9 @@ std::unique_ptr<Communicator> control_comm(MPI_Comm group, const std::string& na
 
 }  // namespace
 
-PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& spec, const WorldConfig& world,
+PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& model, const WorldConfig& world,
                                   ProcessGroups& groups, Backend backend, int device) {
+  const ModelSpec spec = opt.quantized(model);
   const Layout& layout = world.layout();
   const RankCoord me = world.coord();
   const LayoutPlan plan = plan_layout(opt, spec, planning_ceilings(opt.device_profile));

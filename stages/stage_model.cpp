@@ -50,7 +50,7 @@ StageModel::StageModel(const ModelSpec& spec, const WeightShare& share, WeightSe
                  cache.first_layer() + cache.num_layers(), ")");
   CONVEYOR_CHECK(tp == nullptr || tp->size() == share.tp_size, "stage ", share.describe(), ": the TP communicator has ",
                  tp ? tp->size() : 1, " ranks");
-  WeightBank bank(std::move(weights), ops);
+  WeightBank bank(std::move(weights), ops, spec.quant.fp8_linears());
   if (share.embedding) {
     const int vocab_start = static_cast<int>(bank.peek("embed_tokens").split_begin);
     embedding_ = VocabParallelEmbedding(bank.take("embed_tokens"), traits_.vocab, vocab_start, tp);

@@ -2,6 +2,7 @@
 #include "stages/stage_options.h"
 
 #include "runtime/config/config.h"
+#include "runtime/core/error.h"
 
 namespace conveyor {
 
@@ -20,6 +21,11 @@ StageOptions StageOptions::from_config(const Config& c) {
   o.gpu_memory_utilization = c.get_float("cache.gpu_memory_utilization");
   o.gpu_memory_utilization_per_rank = c.get_float("cache.gpu_memory_utilization_per_rank");
   o.kv_cache_dtype = c.get_string("cache.kv_cache_dtype");
+  // Refused here rather than ignored: a run asked for FP8 KV must not silently keep 16-bit KV.
+  CONVEYOR_CHECK(o.kv_cache_dtype != "fp8" && o.kv_cache_dtype != "fp8_e4m3", "cache.kv_cache_dtype = ",
+                 o.kv_cache_dtype, ": the FP8 KV cache is not implemented yet (FP8 weights are: --quantization fp8); ",
+                 "use auto");
+  o.quantization = c.get_string("model.quantization");
   o.dtype = c.get_string("model.dtype");
   o.max_model_len = c.get_int("model.max_model_len");
   o.weights.dummy = c.get_string("model.load_format") == "dummy";
@@ -34,6 +40,12 @@ StageOptions StageOptions::from_config(const Config& c) {
 double StageOptions::gpu_share(int ranks_on_device) const {
   if (gpu_memory_utilization_per_rank > 0) return gpu_memory_utilization_per_rank;
   return gpu_memory_utilization / (ranks_on_device > 1 ? ranks_on_device : 1);
+}
+
+ModelSpec StageOptions::quantized(const ModelSpec& spec) const {
+  ModelSpec s = spec;
+  apply_quantization_flag(s.quant, quantization);
+  return s;
 }
 
 }  // namespace conveyor

@@ -33,6 +33,7 @@ struct StageOptions {
   // model.*
   std::string dtype = "auto";  // model.dtype (CUDA backend)
   int64_t max_model_len = 0;   // model.max_model_len (0: the model's context length)
+  std::string quantization = "none";  // model.quantization
   WeightOrigin weights;        // model.load_format == dummy, model.path, runtime.seed
   // runtime.*
   bool cuda_graphs = true;     // runtime.cuda_graphs
@@ -42,6 +43,8 @@ struct StageOptions {
   // The share of its GPU's memory one rank plans with: the per-rank key when set, else
   // gpu_memory_utilization divided among the ranks on that GPU.
   double gpu_share(int ranks_on_device) const;
+  // The spec with model.quantization applied (what every stage builds, plans and loads).
+  ModelSpec quantized(const ModelSpec& spec) const;
 };
 
 }  // namespace conveyor

@@ -2,9 +2,11 @@
 // anything, so a wiring error leaves the bank as it was and names the weights involved.
 #include "stages/weight_bank.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
+#include "kernels/cpu/fp8.h"
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
 
@@ -64,6 +66,69 @@ Tensor WeightBank::take_concat_rows(const std::vector<std::string>& names) {
     dst += count;
   }
   return ops_.adopt(std::move(out));
+}
+
+Tensor WeightBank::take_linear(const std::vector<std::string>& names) {
+  if (!fp8_linears_) return take_concat_rows(names);
+  const bool checkpoint = weights_.has(names[0] + ".weight_scale");
+  // Scales and codes of each part, read before take_concat_rows erases the weights.
+  std::vector<float> scales;
+  float input_scale = 0.f;
+  for (const std::string& n : names) {
+    if (!checkpoint) break;
+    const HostTensor w = weights_.header(n);
+    HostTensor s = weights_.materialize(n + ".weight_scale");
+    weights_.erase(n + ".weight_scale");
+    for (int64_t r = 0; r < w.shape[0]; ++r) scales.push_back(s.data[s.data.size() == 1 ? 0 : static_cast<size_t>(r)]);
+    if (weights_.has(n + ".input_scale")) {
+      input_scale = std::max(input_scale, weights_.materialize(n + ".input_scale").data.at(0));
+      weights_.erase(n + ".input_scale");
+    }
+  }
+  const HostTensor& first = peek(names[0]);
+  CONVEYOR_CHECK(first.shape.size() == 2, "internal: linear '", names[0], "' is not 2-D");
+  Fp8HostWeight out;
+  out.name = join(names, "+");
+  out.cols = first.shape[1];
+  for (const std::string& n : names) out.rows += peek(n).shape[0];
+  out.codes.resize(static_cast<size_t>(out.rows * out.cols));
+  out.input_scale = input_scale;
+  {
+    HostTensor values;  // one stack in fp32, freed before the backend takes the codes
+    values.shape = {out.rows, out.cols};
+    values.data.resize(out.codes.size());
+    float* dst = values.data.data();
+    for (const std::string& n : names) {
+      const int64_t count = peek(n).numel();
+      weights_.fill(n, dst);
+      weights_.erase(n);
+      dst += count;
+    }
+    if (checkpoint) {  // already e4m3 values: encoding is exact
+      for (size_t i = 0; i < out.codes.size(); ++i) out.codes[i] = fp8_e4m3_from_float(values.data[i]);
+      out.scales = std::move(scales);
+    } else {
+      out.scales.resize(static_cast<size_t>(out.rows));
+      quantize_rows_fp8_ref(out.codes.data(), out.scales.data(), values.data.data(), out.rows, out.cols);
+    }
+  }
+  return ops_.adopt_fp8(std::move(out));
+}
+
+size_t device_weight_bytes(const WeightSet& weights, bool fp8_linears, size_t elem) {
+  static const char* const kLinears[] = {".q_proj", ".k_proj", ".v_proj", ".o_proj", ".gate_proj", ".up_proj",
+                                         ".down_proj"};
+  size_t bytes = 0;
+  for (const std::string& name : weights.names()) {
+    const HostTensor& h = weights.header(name);
+    const auto n = static_cast<size_t>(h.numel());
+    bool linear = false;
+    for (const char* suffix : kLinears) linear = linear || ends_with(name, suffix);
+    if (fp8_linears && linear) bytes += n + static_cast<size_t>(h.shape[0]) * sizeof(float);
+    else if (ends_with(name, "_scale")) bytes += n * sizeof(float);
+    else bytes += n * elem;
+  }
+  return bytes;
 }
 
 void WeightBank::finish() const {

@@ -1,7 +1,8 @@
 // WeightBank: a rank's lazy weights (WeightSet) handed to the backend one tensor at a time, by
 // internal name. take() reads a tensor only then (checkpoint, GGUF dequant or dummy hash), adopts it
 // and drops the host copy, so host memory for weights peaks at one tensor (one concatenation for
-// take_concat_rows), not the share. finish() checks nothing was left unused (a wiring bug otherwise).
+// take_concat_rows), not the share. FP8 linears are quantized one tensor (stack) at a time, so no
+// full-precision copy of the model is ever built. finish() checks nothing was left unused (a wiring bug otherwise).
 #pragma once
 
 #include <string>
@@ -14,7 +15,10 @@ namespace conveyor {
 
 class WeightBank {
  public:
-  WeightBank(WeightSet&& weights, Ops& ops) : weights_(std::move(weights)), ops_(ops) {}
+  // fp8_linears: take_linear hands the backend FP8 weights (from the checkpoint's codes and scales
+  // when it has them, else quantized here per output channel).
+  WeightBank(WeightSet&& weights, Ops& ops, bool fp8_linears = false)
+      : weights_(std::move(weights)), ops_(ops), fp8_linears_(fp8_linears) {}
 
   bool has(const std::string& name) const { return weights_.has(name); }
   // Name, shapes and split of a weight not yet taken; no data (nothing is read).
@@ -24,6 +28,9 @@ class WeightBank {
   // GEMM (gate|up, q|k|v): all 2-D with equal columns ([sum rows, cols]) or all 1-D ([sum n]).
   Tensor take_concat_rows(const std::vector<std::string>& names);
   Tensor take_concat_rows(const std::string& a, const std::string& b) { return take_concat_rows({a, b}); }
+  // A layer linear: take_concat_rows, or with fp8_linears the same rows as one FP8 weight. Stacked
+  // linears share one static input_scale (the largest, as they read the same input).
+  Tensor take_linear(const std::vector<std::string>& names);
   void finish() const;  // throws naming any weight no layer took
 
   // fp32 bytes of the weights not yet taken (none of them is held in host memory).
@@ -32,6 +39,11 @@ class WeightBank {
  private:
   WeightSet weights_;
   Ops& ops_;
+  bool fp8_linears_ = false;
 };
+
+// Device bytes of a set's weights once adopted: elem bytes per value, except FP8 layer linears
+// (fp8_linears) at one byte per value plus an fp32 scale per row; a checkpoint's scale entries fp32.
+size_t device_weight_bytes(const WeightSet& weights, bool fp8_linears, size_t elem);
 
 }  // namespace conveyor

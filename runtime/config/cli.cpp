@@ -25,6 +25,7 @@ const std::vector<ConfigFlag>& config_flags() {
       {"block-size", "cache.block_size"},
       {"gpu-memory-utilization", "cache.gpu_memory_utilization"},
       {"kv-cache-dtype", "cache.kv_cache_dtype"},
+      {"quantization", "model.quantization"},
       {"num-gpu-blocks-override", "cache.num_blocks"},
       {"seed", "runtime.seed"},
       {"backend", "runtime.backend"},

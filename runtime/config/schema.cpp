@@ -43,6 +43,10 @@ std::vector<KeySpec> build_schema() {
       key("model.check_finite", VT::kBool, "true", "refuse a weight tensor holding NaN or Inf"),
       one_of(key("model.dtype", VT::kString, "auto", "activation and weight dtype on the GPU"),
              {"auto", "bfloat16", "float16", "float32", "bf16", "fp16", "fp32", "half"}),
+      one_of(key("model.quantization", VT::kString, "none",
+                 "fp8: e4m3 layer linears (per-channel weights quantized at load, per-token activations); "
+                 "an FP8 checkpoint is FP8 whatever this says"),
+             {"none", "fp8"}),
       ranged(key("model.max_model_len", VT::kInt, "0", "context length limit (0: from the model)"), 0, 1 << 24),
       // parallel
       ranged(key("parallel.data", VT::kInt, "1", "data-parallel replicas"), 1, 1 << 16),

@@ -134,8 +134,6 @@ void refuse_unimplemented(const json& c, Architecture arch, const std::string& s
   CONVEYOR_CHECK(!(arch != Architecture::kQwen2 && get_bool(c, "attention_bias", src, false)), src,
                  ": attention_bias: true on ", architecture_name(arch), " is not implemented");
   CONVEYOR_CHECK(!get_bool(c, "mlp_bias", src, false), src, ": mlp_bias: true is not implemented");
-  CONVEYOR_CHECK(!has_value(c, "quantization_config"), src,
-                 ": quantized checkpoints (quantization_config) are not supported; use a bf16/f16 checkpoint or GGUF");
 }
 
 std::optional<int64_t> parse_sliding_window(const json& c, Architecture arch, int64_t max_pos, const std::string& src) {
@@ -214,6 +212,7 @@ ModelSpec model_spec_from_config_json(const json& c, const std::string& src) {
   s.eos_token_ids = get_ids(c, "eos_token_id", src);
   if (has_value(c, "torch_dtype")) s.torch_dtype = c["torch_dtype"].get<std::string>();
   else if (has_value(c, "dtype") && c["dtype"].is_string()) s.torch_dtype = c["dtype"].get<std::string>();
+  if (has_value(c, "quantization_config")) s.quant = parse_quantization_config(c["quantization_config"], src);
   validate(s);
   return s;
 }
@@ -412,6 +411,7 @@ std::string ModelSpec::summary() const {
   for (int64_t e : eos_token_ids) eos.push_back(std::to_string(e));
   os << (eos.empty() ? "-" : join(eos, ",")) << "\n"
      << "dtype             " << (torch_dtype.empty() ? "-" : torch_dtype) << "\n"
+     << "quantization      " << quant.describe() << "\n"
      << "parameters        " << parameter_count() << "\n";
   return os.str();
 }

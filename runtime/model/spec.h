@@ -1,7 +1,7 @@
 // ModelSpec: the shape and numerics of a decoder-only model (llama, mistral, qwen2), read from an HF
 // directory (config.json + generation_config.json), from GGUF metadata, or from a configs/models/*.yaml
 // preset with config.json's keys. Anything conveyor does not implement (unknown rope type, partial
-// rotary, attention bias on llama) is refused here, by name,
+// rotary, attention bias on llama, a quantization_config other than FP8) is refused here, by name,
 // rather than silently run wrong. Invariant after parsing: heads % kv_heads == 0, all sizes > 0.
 #pragma once
 
@@ -11,6 +11,8 @@
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+
+#include "runtime/model/quantization.h"
 
 namespace conveyor {
 
@@ -59,6 +61,7 @@ struct ModelSpec {
   std::vector<int64_t> eos_token_ids;
   std::string torch_dtype;  // "bfloat16", "float16", "float32", or "" when unknown (GGUF)
   GenerationDefaults generation;
+  QuantSpec quant;  // quantization_config, and model.quantization once applied
   std::string source;  // where it came from, for messages
 
   // Refuses a context length longer than max_position_embeddings.

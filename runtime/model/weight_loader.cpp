@@ -12,6 +12,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
 #include "runtime/model/weights_dummy.h"
+#include "runtime/model/weights_fp8.h"
 
 namespace conveyor {
 namespace {
@@ -73,7 +74,14 @@ void WeightLoader::check_source() const {
                    " but the model spec (", spec_.source, ") needs ", shape_text(want),
                    "; the config and the weights do not match");
     source.check_readable(name);
+    for (const Fp8Companion& c : fp8_companions(spec_, id)) {
+      expected.insert(c.hf);
+      const SourceTensor& st = source.at(c.hf);
+      CONVEYOR_CHECK(st.shape == c.shape, "scale '", c.hf, "' in '", st.file, "' has shape ", shape_text(st.shape),
+                     " but ", spec_.quant.describe(), " needs ", shape_text(c.shape));
+    }
   }
+  if (spec_.quant.checkpoint != CheckpointQuant::kNone) check_fp8_dtypes(spec_, source);
   const SourceTensor* first = nullptr;
   for (const SourceTensor& t : source.tensors()) {
     bool harmless = ends_with(t.name, "rotary_emb.inv_freq") ||
@@ -81,7 +89,8 @@ void WeightLoader::check_source() const {
     CONVEYOR_CHECK(expected.count(t.name) || harmless, "checkpoint '", source.path(), "' holds tensor '", t.name,
                    "' that a ", architecture_name(spec_.architecture),
                    " model does not use; refusing to ignore it (is the config for another architecture?)");
-    if (source.format() != SourceFormat::kSafetensors || harmless) continue;
+    if (source.format() != SourceFormat::kSafetensors || harmless || spec_.quant.checkpoint != CheckpointQuant::kNone)
+      continue;
     if (!first) first = &t;
     CONVEYOR_CHECK(t.dtype == first->dtype, "checkpoint '", source.path(), "': tensor '", t.name, "' is ",
                    t.dtype, " but '", first->name, "' is ", first->dtype,
@@ -120,9 +129,11 @@ void WeightLoader::read_values(const WeightId& id, const HostTensor& t, float* o
   int64_t rows = t.shape[0], width = t.shape[1];
   int64_t row0 = t.split_dim == 0 ? t.split_begin : 0;
   int64_t col0 = t.split_dim == 1 ? t.split_begin : 0;
+  const bool blocks = spec_.quant.checkpoint == CheckpointQuant::kFp8Block && is_quantized_linear(id.kind);
   parallel_for(rows, [&](int64_t r) {
     int64_t src = source_row(id, row0 + r);
     source_->read_range(name, src * cols + col0, src * cols + col0 + width, out + r * width);
+    if (blocks) apply_block_scales(spec_, *source_, id, src, col0, width, out + r * width);
   });
 }
 
@@ -141,6 +152,7 @@ WeightSet WeightLoader::load_share(const WeightShare& share) const {
     set.add(make_share_header(spec_, id, share),
             [self, id](const HostTensor& t, float* out) { self->read(id, t, out); });
   }
+  add_fp8_scale_entries(set, spec_, share, source_);
   return set;
 }
 

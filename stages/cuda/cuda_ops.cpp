@@ -20,6 +20,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gemm.h"
+#include "stages/cuda/cuda_fp8_linear.h"
 #include "kernels/cuda/rms_norm.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/silu_mul.h"
@@ -70,6 +71,8 @@ class CudaOps final : public Ops {
     // Every workspace a step uses is allocated here, once: the launchers take them.
     gemm_workspace_ = CudaBuffer(gemm_workspace_bytes(sizes.metadata.max_tokens, sizes.max_accumulate_cols), "the GEMM workspace");
     gemm_ = std::make_unique<GemmRunner>(gemm_workspace_.data(), gemm_workspace_.bytes());
+    // Same stream as gemm_, so the two take turns in cuBLASLt's part of one workspace.
+    fp8_gemm_ = std::make_unique<Fp8GemmRunner>(gemm_workspace_.data(), kGemmLtWorkspaceBytes);
     attention_workspace_ = CudaBuffer(attention_workspace_bytes(), "the attention workspace");
     pool_ = std::make_shared<DevicePool>(sizes.activation_pool_bytes);
     graph_pool_ = std::make_shared<DevicePool>(sizes.graph_pool_bytes);
@@ -126,6 +129,8 @@ class CudaOps final : public Ops {
     w.data = std::vector<float>();
     return Tensor(std::move(storage), TensorView{p, rows, cols, dt_});
   }
+
+  Tensor adopt_fp8(Fp8HostWeight&& w) override { return upload_fp8_weight(std::move(w), stream_); }
 
   Tensor upload(const float* host, int64_t rows, int64_t cols) override {
     Tensor staged = empty(rows, cols, DType::kF32);
@@ -195,6 +200,7 @@ class CudaOps final : public Ops {
   }
 
   void linear(const TensorView& out, const TensorView& x, const TensorView& w, const TensorView& bias) override {
+    if (w.fp8()) return fp8_linear_cuda(*this, *fp8_gemm_, out, x, w, bias, false, stream_);
     check_shape(w, out.cols, x.cols, dt_, "linear", "weight");
     check_shape(x, x.rows, x.cols, dt_, "linear", "x");
     CONVEYOR_CHECK(out.dtype == dt_ || out.dtype == DType::kF32, "cuda linear: out is ", dtype_name(out.dtype));
@@ -205,6 +211,7 @@ class CudaOps final : public Ops {
   }
 
   void linear_add(const TensorView& out, const TensorView& x, const TensorView& w) override {
+    if (w.fp8()) return fp8_linear_cuda(*this, *fp8_gemm_, out, x, w, TensorView{}, true, stream_);
     check_shape(w, out.cols, x.cols, dt_, "linear_add", "weight");
     check_shape(x, x.rows, x.cols, dt_, "linear_add", "x");
     check_shape(out, x.rows, w.rows, dt_, "linear_add", "out");
@@ -257,6 +264,7 @@ class CudaOps final : public Ops {
   cudaStream_t stream_ = nullptr;
   CudaBuffer gemm_workspace_;       // declared before gemm_: outlives the runner that uses it
   std::unique_ptr<GemmRunner> gemm_;
+  std::unique_ptr<Fp8GemmRunner> fp8_gemm_;
   CudaBuffer attention_workspace_;  // split-K partials, sized for any launch (fixed address for graphs)
   std::shared_ptr<DevicePool> pool_;
   std::shared_ptr<DevicePool> graph_pool_;  // swapped in while capturing

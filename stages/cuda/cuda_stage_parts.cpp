@@ -18,6 +18,7 @@
 #include "stages/cuda/cuda_ops.h"
 #include "stages/cuda/cuda_stage_sampler.h"
 #include "stages/kv_cache.h"
+#include "stages/weight_bank.h"
 
 namespace conveyor {
 namespace {
@@ -77,7 +78,7 @@ int sampler_rows(const StageOptions& opt) {
 void reserve(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, const WeightSet& weights,
              bool samples, size_t elem, bool graphs_capturable, MemoryRow& row) {
   // The set is lazy: bytes() is the fp32 size it will yield, not memory it holds.
-  const size_t weight_bytes = weights.bytes() / sizeof(float) * elem;
+  const size_t weight_bytes = device_weight_bytes(weights, spec.quant.fp8_linears(), elem);
   const PoolBytes pools = pool_bytes(opt, spec, share, elem, graphs_capturable);
   const size_t rows = static_cast<size_t>(opt.max_num_seqs);
   const size_t vocab = static_cast<size_t>(spec.vocab);

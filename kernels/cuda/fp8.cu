@@ -1,0 +1,95 @@
+// FP8 quantization and epilogue kernels (see fp8.h). Encoding uses the hardware conversion with
+// satfinite (round to nearest even, +-448 on overflow, NaN -> 0x7f), which is what the CPU twin
+// emulates bit for bit; the division x / s is IEEE (no fast math), as on the CPU.
+#include "kernels/cuda/fp8.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cfloat>
+
+#include "runtime/core/cuda_check.h"
+#include "runtime/core/error.h"
+
+namespace conveyor {
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ float load(const void* p, DType dt, int64_t i) {
+  if (dt == DType::kBF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  if (dt == DType::kF16) return __half2float(static_cast<const __half*>(p)[i]);
+  return static_cast<const float*>(p)[i];
+}
+
+__device__ __forceinline__ void store(void* p, DType dt, int64_t i, float v) {
+  if (dt == DType::kBF16) static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+  else if (dt == DType::kF16) static_cast<__half*>(p)[i] = __float2half_rn(v);
+  else static_cast<float*>(p)[i] = v;
+}
+
+__device__ __forceinline__ uint8_t encode(float x, float s) {
+  const float v = fminf(fmaxf(__fdiv_rn(x, s), -448.0f), 448.0f);
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3));
+}
+
+// One block per row: the row's amax (block reduction), then its codes.
+__global__ void quantize_rows_kernel(uint8_t* q, float* scales, const void* x, DType dt, int64_t cols,
+                                     float static_scale) {
+  const int64_t r = blockIdx.x;
+  const int64_t base = r * cols;
+  __shared__ float partial[kThreads / 32];
+  __shared__ float row_scale;
+  if (static_scale > 0.0f) {
+    if (threadIdx.x == 0) row_scale = static_scale;
+  } else {
+    float amax = 0.0f;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) amax = fmaxf(amax, fabsf(load(x, dt, base + c)));
+    for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = amax;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float m = 0.0f;
+      for (int w = 0; w < kThreads / 32; ++w) m = fmaxf(m, partial[w]);
+      const float s = __fdiv_rn(m, 448.0f);
+      row_scale = s == 0.0f ? FLT_EPSILON : s;
+    }
+  }
+  __syncthreads();
+  const float s = row_scale;
+  if (threadIdx.x == 0) scales[r] = s;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) q[base + c] = encode(load(x, dt, base + c), s);
+}
+
+__global__ void epilogue_kernel(void* y, DType out, const float* acc, const float* a_scale, const float* b_scale,
+                                const void* bias, DType bias_dt, int64_t m, int64_t n, bool accumulate) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= m * n) return;
+  const int64_t row = i / n, col = i % n;
+  float v = acc[i] * a_scale[row] * b_scale[col] + (bias ? load(bias, bias_dt, col) : 0.0f);
+  if (accumulate) v += load(y, out, i);
+  store(y, out, i, v);
+}
+
+}  // namespace
+
+void quantize_rows_fp8_cuda(uint8_t* q, float* scales, const void* x, DType dt, int64_t rows, int64_t cols,
+                            float static_scale, cudaStream_t stream) {
+  CONVEYOR_CHECK(dt == DType::kBF16 || dt == DType::kF16 || dt == DType::kF32, "quantize_rows_fp8_cuda: x is ",
+                 dtype_name(dt), ", expected bf16, f16 or f32");
+  if (rows == 0) return;
+  quantize_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(q, scales, x, dt, cols, static_scale);
+  CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+
+void fp8_scale_epilogue_cuda(void* y, DType out, const float* acc, const float* a_scale, const float* b_scale,
+                             const void* bias, DType bias_dt, int64_t m, int64_t n, bool accumulate,
+                             cudaStream_t stream) {
+  if (m * n == 0) return;
+  const unsigned blocks = static_cast<unsigned>((m * n + kThreads - 1) / kThreads);
+  epilogue_kernel<<<blocks, kThreads, 0, stream>>>(y, out, acc, a_scale, b_scale, bias, bias_dt, m, n, accumulate);
+  CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace conveyor

@@ -1,0 +1,47 @@
+// FP8 (e4m3) linears on the GPU, the twins of kernels/cpu/fp8.h: per-token (per-row) activation
+// quantization with compressed-tensors' scale (amax / 448, zero -> fp32 epsilon), a static-scale
+// variant, the cuBLASLt e4m3 x e4m3 -> fp32 GEMM (TN, as Hopper FP8 requires) and the epilogue that
+// applies row x column scales, the bias and optionally the residual in one pass to bf16/f16/f32.
+// Launchers allocate nothing: the fp32 accumulator and the codes live in caller memory.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "kernels/dtype.h"
+
+namespace conveyor {
+
+// q[r, c] = e4m3(clamp(x[r, c] / s[r])), s[r] = amax(row r) / 448 (dynamic), or s[r] = static_scale
+// for every row when static_scale > 0. x is kBF16, kF16 or kF32.
+void quantize_rows_fp8_cuda(uint8_t* q,            // [rows, cols]
+                            float* scales,         // [rows]
+                            const void* x,         // [rows, cols]
+                            DType dt, int64_t rows, int64_t cols, float static_scale, cudaStream_t stream);
+
+// y[i, j] = acc[i, j] * a_scale[i] * b_scale[j] + bias[j] (+ y[i, j] when accumulate), y in `out`
+// (bias, when given, in `out` too, or kF32).
+void fp8_scale_epilogue_cuda(void* y, DType out, const float* acc, const float* a_scale, const float* b_scale,
+                             const void* bias, DType bias_dt, int64_t m, int64_t n, bool accumulate,
+                             cudaStream_t stream);
+
+// acc[m, n] = a[m, k] b[n, k]^T over e4m3 codes, fp32 out, through cuBLASLt (heuristic first choice,
+// cached per shape). Requires k % 16 == 0 and n % 4 == 0 (FP8's 16-byte leading dimensions). One
+// handle; the workspace is the caller's.
+class Fp8GemmRunner {
+ public:
+  Fp8GemmRunner(void* workspace, size_t workspace_bytes);
+  ~Fp8GemmRunner();
+  Fp8GemmRunner(const Fp8GemmRunner&) = delete;
+  Fp8GemmRunner& operator=(const Fp8GemmRunner&) = delete;
+  void run(float* acc, const uint8_t* a, const uint8_t* b, int64_t m, int64_t n, int64_t k, cudaStream_t stream);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace conveyor

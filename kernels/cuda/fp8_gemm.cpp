@@ -1,0 +1,93 @@
+// Fp8GemmRunner (see fp8.h): cuBLASLt e4m3 GEMM, row-major acc[m, n] = a[m, k] b[n, k]^T computed as
+// the column-major acc^T = b^T a with b transposed (the TN layout Hopper FP8 requires), fp32 output.
+// Scales are applied by the epilogue kernel, so one plan per shape serves per-tensor, per-channel and
+// per-token scaling alike.
+#include <cublasLt.h>
+
+#include <map>
+#include <tuple>
+
+#include "kernels/cuda/fp8.h"
+#include "runtime/core/cuda_check.h"
+#include "runtime/core/error.h"
+
+namespace conveyor {
+namespace {
+
+template <typename V>
+void set_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const V& value) {
+  CONVEYOR_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)));
+}
+
+struct Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo = {};
+  ~Plan() {
+    if (d) cublasLtMatrixLayoutDestroy(d);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+}  // namespace
+
+struct Fp8GemmRunner::Impl {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans;
+
+  const Plan& plan(int64_t m, int64_t n, int64_t k) {
+    auto& slot = plans[{m, n, k}];
+    if (slot) return *slot;
+    auto p = std::make_unique<Plan>();
+    CONVEYOR_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    set_attr(p->op, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<int32_t>(CUBLAS_OP_T));
+    set_attr(p->op, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<int32_t>(CUBLAS_OP_N));
+    const auto um = static_cast<uint64_t>(m), un = static_cast<uint64_t>(n), uk = static_cast<uint64_t>(k);
+    CONVEYOR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_8F_E4M3, uk, un, k));  // b^T: the weights
+    CONVEYOR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_8F_E4M3, uk, um, k));  // a: the activations
+    CONVEYOR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->d, CUDA_R_32F, un, um, n));
+    cublasLtMatmulPreference_t pref = nullptr;
+    CONVEYOR_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const uint64_t ws = workspace_bytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+    cublasLtMatmulHeuristicResult_t result = {};
+    int found = 0;
+    const cublasStatus_t rc =
+        cublasLtMatmulAlgoGetHeuristic(handle, p->op, p->a, p->b, p->d, p->d, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    CONVEYOR_CHECK(rc == CUBLAS_STATUS_SUCCESS && found > 0, "Fp8GemmRunner: cuBLASLt has no e4m3 algorithm for [",
+                   m, ", ", k, "] x [", n, ", ", k, "]^T -> f32 (status ", cublasLtGetStatusName(rc),
+                   "); FP8 needs k % 16 == 0, n % 4 == 0, 16-byte aligned buffers and an sm_89+ GPU");
+    p->algo = result.algo;
+    slot = std::move(p);
+    return *slot;
+  }
+};
+
+Fp8GemmRunner::Fp8GemmRunner(void* workspace, size_t workspace_bytes) : impl_(std::make_unique<Impl>()) {
+  CONVEYOR_CUBLAS_CHECK(cublasLtCreate(&impl_->handle));
+  impl_->workspace = workspace;
+  impl_->workspace_bytes = workspace_bytes;
+}
+
+Fp8GemmRunner::~Fp8GemmRunner() {
+  impl_->plans.clear();
+  if (impl_->handle) cublasLtDestroy(impl_->handle);
+}
+
+void Fp8GemmRunner::run(float* acc, const uint8_t* a, const uint8_t* b, int64_t m, int64_t n, int64_t k,
+                        cudaStream_t stream) {
+  CONVEYOR_CHECK(k % 16 == 0 && n % 4 == 0, "Fp8GemmRunner: [", m, ", ", k, "] x [", n, ", ", k,
+                 "]^T: FP8 GEMMs need k % 16 == 0 and n % 4 == 0");
+  if (m == 0) return;
+  const Plan& p = impl_->plan(m, n, k);
+  const float alpha = 1.f, beta = 0.f;
+  CONVEYOR_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.op, &alpha, b, p.a, a, p.b, &beta, acc, p.d, acc, p.d,
+                                       &p.algo, impl_->workspace, impl_->workspace_bytes, stream));
+}
+
+}  // namespace conveyor

@@ -1,0 +1,19 @@
+// FP8 linears of the CUDA backend: weights uploaded as e4m3 codes (kU8) plus fp32 per-row scales,
+// and the linear itself: x quantized per token (or with the static input scale), the cuBLASLt e4m3
+// GEMM into an fp32 scratch, the scale epilogue into out (bias added, or accumulated into the
+// residual for linear_add). Every m, decode included, goes through cuBLASLt for now.
+#pragma once
+
+#include "kernels/cuda/fp8.h"
+#include "stages/backend.h"
+
+namespace conveyor {
+
+// Uploads on `stream` and waits (load time only); the host codes are freed on return.
+Tensor upload_fp8_weight(Fp8HostWeight&& w, cudaStream_t stream);
+
+// out = x W^T (+ bias) or out += x W^T (accumulate); scratch comes from ops.empty.
+void fp8_linear_cuda(Ops& ops, Fp8GemmRunner& gemm, const TensorView& out, const TensorView& x, const TensorView& w,
+                     const TensorView& bias, bool accumulate, cudaStream_t stream);
+
+}  // namespace conveyor

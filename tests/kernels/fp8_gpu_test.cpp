@@ -1,0 +1,143 @@
+// The FP8 GPU kernels against their CPU twins (kernels/cpu/fp8.h), every element checked:
+// quantization (dynamic per-row and static) gives bit-identical codes and scales on random bf16/f16/f32
+// inputs and on every tie and saturation case; the cuBLASLt e4m3 GEMM plus the scale epilogue equals
+// matmul_fp8_ref (fp32 out: rtol 1e-5 for fp32 accumulation in another order; bf16/f16 out: one
+// rounding of the output on top), with bias and accumulating into a prior output.
+#include "kernels/cuda/fp8.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/fp8.h"
+#include "kernels/cuda/gemm.h"
+#include "runtime/core/error.h"
+#include "tests/kernels/dense_test_util.h"
+#include "tests/support/test_support.h"
+
+namespace conveyor {
+namespace {
+
+using testing::compare_all;
+using testing::download;
+using testing::random_floats;
+using testing::round_all;
+using testing::TestBuffer;
+using testing::upload;
+
+std::vector<uint8_t> download_codes(const TestBuffer& b, size_t n) {
+  std::vector<uint8_t> out(n);
+  CONVEYOR_CUDA_CHECK(cudaMemcpy(out.data(), b.get(), n, cudaMemcpyDeviceToHost));
+  return out;
+}
+
+TestBuffer upload_codes(const std::vector<uint8_t>& codes) {
+  TestBuffer b(codes.size());
+  CONVEYOR_CUDA_CHECK(cudaMemcpy(b.get(), codes.data(), codes.size(), cudaMemcpyHostToDevice));
+  return b;
+}
+
+// Dynamic or static quantization of x on the GPU; codes and scales compared bit for bit.
+void check_quantize(const std::vector<float>& x_in, int64_t rows, int64_t cols, DType dt, float static_scale) {
+  const std::vector<float> x = round_all(x_in, dt);
+  std::vector<uint8_t> want(x.size());
+  std::vector<float> want_scale(static_cast<size_t>(rows), static_scale);
+  if (static_scale > 0) quantize_fp8_static_ref(want.data(), x.data(), static_cast<int64_t>(x.size()), static_scale);
+  else quantize_rows_fp8_ref(want.data(), want_scale.data(), x.data(), rows, cols);
+  TestBuffer dx = upload(x, dt), dq(x.size()), ds(static_cast<size_t>(rows) * 4);
+  quantize_rows_fp8_cuda(static_cast<uint8_t*>(dq.get()), static_cast<float*>(ds.get()), dx.get(), dt, rows, cols,
+                         static_scale, nullptr);
+  CONVEYOR_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<uint8_t> got = download_codes(dq, x.size());
+  EXPECT_EQ(compare_all(download(ds.get(), static_cast<size_t>(rows), DType::kF32), want_scale, 0.f, 0.f), "");
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(static_cast<int>(got[i]), static_cast<int>(want[i]))
+        << "first mismatch at element " << i << " (x = " << x[i] << ", " << dtype_name(dt) << ")";
+}
+
+TEST(Fp8Gpu, QuantizeRowsEqualsTwin) {
+  for (DType dt : {DType::kBF16, DType::kF16, DType::kF32})
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 64}, {7, 576}, {33, 4096}, {5, 1000}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+      check_quantize(random_floats(static_cast<size_t>(rows * cols), rows * 131 + cols, -8.f, 8.f), rows, cols, dt, 0.f);
+      check_quantize(random_floats(static_cast<size_t>(rows * cols), rows * 17 + cols, -8.f, 8.f), rows, cols, dt,
+                     0.01f);  // values up to 800: saturation included
+    }
+}
+
+TEST(Fp8Gpu, EncodingTiesSaturationAndNaNEqualTwin) {
+  // Every midpoint between neighbouring codes, each code value, its neighbours, huge values and NaN,
+  // quantized with scale 1 in fp32: bit-identical codes.
+  std::vector<float> x;
+  for (int c = 0; c < 256; ++c) {
+    const float v = fp8_e4m3_to_float(static_cast<uint8_t>(c));
+    if (std::isnan(v)) continue;
+    x.insert(x.end(), {v, std::nextafter(v, 1e9f), std::nextafter(v, -1e9f)});
+    if ((c & 0x7f) < 0x7e) x.push_back(0.5f * (v + fp8_e4m3_to_float(static_cast<uint8_t>(c + 1))));
+  }
+  x.insert(x.end(), {1e30f, -1e30f, 500.f, -464.f, 1e-30f, -1e-30f, std::nanf("")});
+  x.resize((x.size() + 15) / 16 * 16, 0.25f);
+  check_quantize(x, 1, static_cast<int64_t>(x.size()), DType::kF32, 1.0f);
+}
+
+struct GemmCase {
+  int64_t m, n, k;
+};
+
+void check_gemm(GemmCase s, DType out, bool with_bias, bool accumulate) {
+  SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " -> " +
+               dtype_name(out) + (with_bias ? " bias" : "") + (accumulate ? " acc" : ""));
+  const uint64_t seed = static_cast<uint64_t>(s.m * 7 + s.n * 13 + s.k);
+  const auto x = random_floats(static_cast<size_t>(s.m * s.k), seed, -3.f, 3.f);
+  const auto w = random_floats(static_cast<size_t>(s.n * s.k), seed + 1, -0.1f, 0.1f);
+  const auto bias = round_all(random_floats(static_cast<size_t>(s.n), seed + 2), out);
+  const auto y0 = round_all(random_floats(static_cast<size_t>(s.m * s.n), seed + 3), out);
+  std::vector<uint8_t> xq(x.size()), wq(w.size());
+  std::vector<float> xs(static_cast<size_t>(s.m)), ws(static_cast<size_t>(s.n));
+  quantize_rows_fp8_ref(xq.data(), xs.data(), x.data(), s.m, s.k);
+  quantize_rows_fp8_ref(wq.data(), ws.data(), w.data(), s.n, s.k);
+  std::vector<float> want(static_cast<size_t>(s.m * s.n));
+  matmul_fp8_ref(want.data(), xq.data(), xs.data(), wq.data(), ws.data(), with_bias ? bias.data() : nullptr, s.m,
+                 s.n, s.k);
+  if (accumulate)
+    for (size_t i = 0; i < want.size(); ++i) want[i] += y0[i];
+
+  TestBuffer workspace(kGemmLtWorkspaceBytes);
+  Fp8GemmRunner gemm(workspace.get(), workspace.bytes());
+  TestBuffer dxq = upload_codes(xq), dwq = upload_codes(wq), dxs = upload(xs, DType::kF32),
+             dws = upload(ws, DType::kF32), dbias = upload(bias, out), dy = upload(y0, out),
+             acc(static_cast<size_t>(s.m * s.n) * 4);
+  gemm.run(static_cast<float*>(acc.get()), static_cast<const uint8_t*>(dxq.get()),
+           static_cast<const uint8_t*>(dwq.get()), s.m, s.n, s.k, nullptr);
+  fp8_scale_epilogue_cuda(dy.get(), out, static_cast<const float*>(acc.get()), static_cast<const float*>(dxs.get()),
+                          static_cast<const float*>(dws.get()), with_bias ? dbias.get() : nullptr, out, s.m, s.n,
+                          accumulate, nullptr);
+  CONVEYOR_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<float> got = download(dy.get(), want.size(), out);
+  // fp32: accumulation order only. bf16/f16: plus one rounding of the output (2^-8 / 2^-11 relative).
+  const float rtol = out == DType::kF32 ? 1e-5f : out == DType::kBF16 ? 1.0f / 128 : 1.0f / 1024;
+  const float atol = out == DType::kF32 ? 1e-5f : rtol * 0.05f;
+  EXPECT_EQ(compare_all(got, want, atol, rtol), "");
+}
+
+TEST(Fp8Gpu, GemmWithScalesEqualsTwin) {
+  for (GemmCase s : {GemmCase{1, 64, 64}, GemmCase{3, 320, 192}, GemmCase{16, 576, 1536}, GemmCase{128, 1024, 4096},
+                     GemmCase{300, 4096, 512}})
+    for (DType out : {DType::kF32, DType::kBF16, DType::kF16}) {
+      check_gemm(s, out, false, false);
+      check_gemm(s, out, true, false);
+      if (out != DType::kF32) check_gemm(s, out, false, true);
+    }
+}
+
+TEST(Fp8Gpu, GemmRefusesUnalignedShapes) {
+  TestBuffer workspace(kGemmLtWorkspaceBytes), a(64), b(64), acc(64);
+  Fp8GemmRunner gemm(workspace.get(), workspace.bytes());
+  EXPECT_THROW(gemm.run(static_cast<float*>(acc.get()), static_cast<const uint8_t*>(a.get()),
+                        static_cast<const uint8_t*>(b.get()), 1, 4, 12, nullptr),
+               Error);
+}
+
+}  // namespace
+}  // namespace conveyor

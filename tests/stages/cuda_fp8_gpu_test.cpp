@@ -1,0 +1,65 @@
+// FP8 linears through the CUDA backend: the tiny FP8 checkpoints of scripts/make_fp8_checkpoints.py
+// (compressed-tensors per-channel/dynamic and per-tensor/static, and the fp32 twin under
+// `--quantization fp8`) generate the CPU backend's ids (the e4m3 twin in fp32) under the tie rule of
+// gpu_tie_rule.h, in f16 and bf16. FP8 activation codes computed from 16-bit activations may flip at a
+// rounding boundary where the fp32 twin's do not, so the wider (bf16) tie fraction applies to both.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/model/spec.h"
+#include "stages/cpu_ops.h"
+#include "stages/cuda/cuda_ops.h"
+#include "tests/stages/gpu_tie_rule.h"
+#include "tests/stages/model_driver.h"
+#include "tests/support/test_support.h"
+
+namespace conveyor {
+namespace {
+
+std::vector<std::vector<int32_t>> prompts() {
+  std::ifstream in(testing::data_path("fp8/reference.json"));
+  return nlohmann::json::parse(in)["prompts"].get<std::vector<std::vector<int32_t>>>();
+}
+
+void check_layout(const std::string& layout, bool quantize_at_load, DType dt) {
+  const std::string dir = testing::data_path("fp8/" + layout);
+  ModelSpec spec = load_model_spec(dir);
+  apply_quantization_flag(spec.quant, quantize_at_load ? "fp8" : "none");
+  ASSERT_TRUE(spec.quant.fp8_linears());
+  const auto ps = prompts();
+  testing::ModelDriver cpu(spec, dir, make_cpu_ops());
+  testing::ModelDriver gpu(spec, dir, make_cuda_ops(0, dt));
+  const std::vector<testing::GreedyRun> want = testing::greedy_alone(cpu, ps, 24);
+  const std::vector<testing::GreedyRun> got = testing::greedy_alone(gpu, ps, 24);
+  size_t matched = 0, total = 0;
+  for (size_t p = 0; p < ps.size(); ++p) {
+    const testing::TieCheck c = testing::check_with_ties(
+        layout + " " + dtype_name(dt) + " prompt " + std::to_string(p), got[p].tokens, want[p].tokens,
+        [&](size_t i) { return want[p].logits[i]; }, testing::kTieFractionBf16);
+    EXPECT_EQ(c.error, "");
+    matched += c.matched;
+    total += want[p].tokens.size();
+  }
+  std::printf("%s %s: %zu of %zu tokens equal the CPU twin's before any tie\n", layout.c_str(), dtype_name(dt),
+              matched, total);
+  EXPECT_GE(static_cast<double>(matched), testing::kMinComparedBf16 * static_cast<double>(total));
+}
+
+TEST(CudaFp8, CompressedTensorsCheckpointsFollowTheCpuTwin) {
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    check_layout("ct_channel", false, dt);
+    check_layout("ct_tensor", false, dt);
+  }
+}
+
+TEST(CudaFp8, QuantizationAtLoadFollowsTheCpuTwin) {
+  for (DType dt : {DType::kF16, DType::kBF16}) check_layout("twin_fp32", true, dt);
+}
+
+}  // namespace
+}  // namespace conveyor
