@@ -3,13 +3,17 @@
 // bandwidth of every TP group over the transport the run would use (NCCL on GPUs, MPI on CPUs),
 // and flags links far below the best one (e.g. an edge crossing sockets instead of NVLink/IB). On GPUs,
 // rank 0 first times the project's kernels on its device (stages/kernel_probe.h): the ceilings that
-// `conveyor plan --doctor-json` predicts with.
+// `conveyor plan --doctor-json` predicts with. With --model M it last scores the built-in text
+// (runtime/eval/builtin_text.h) with M on the same layout and fails when the perplexity is absurd.
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "launch/command.h"
+#include "launch/perplexity_command.h"
 #include "runtime/config/cli.h"
 #include "runtime/core/error.h"
 #include "runtime/core/log.h"
@@ -17,6 +21,7 @@
 #include "runtime/dist/link_probe.h"
 #include "runtime/dist/mpi_runtime.h"
 #include "runtime/dist/process_groups.h"
+#include "runtime/eval/builtin_text.h"
 #include "stages/kernel_probe.h"
 
 namespace po = boost::program_options;
@@ -24,6 +29,11 @@ namespace po = boost::program_options;
 namespace conveyor {
 
 namespace {
+
+constexpr int kDoctorCtx = 256;
+// A healthy model of >= 100M parameters scores 5-30 on plain English prose; a uniform guess over
+// the vocabulary scores the vocabulary size (32k-152k). Corrupt weights land in the thousands.
+constexpr double kDoctorMaxPpl = 1000.0;
 
 // Doctor's layout defaults to one pipeline across all ranks unless the user gave one.
 Layout doctor_layout(Config* cfg, int world_size) {
@@ -36,6 +46,40 @@ Layout doctor_layout(Config* cfg, int world_size) {
                 static_cast<int>(cfg->get_int("parallel.tensor"))};
 }
 
+// --model: a short perplexity (two chunks of 256 tokens of the built-in text) on the doctor's
+// layout, over the doctor's MPI world. Returns 0 when the value is finite and at most max_ppl,
+// else 3 (after saying why), on every rank.
+int check_model(const Config& cfg, MpiRuntime& mpi, double max_ppl) {
+  const std::string path = cfg.get_string("model.path");
+  const ModelSpec spec = load_model_spec(path);
+  PerplexityOptions opt;
+  opt.ctx = kDoctorCtx;
+  opt.model = path;
+  PipelineSession session(cfg, mpi);
+  session.start(cfg, spec);
+  std::optional<PerplexityReport> rep;
+  try {
+    rep = perplexity_on_session(cfg, session, spec, builtin_perplexity_text(), opt);
+  } catch (const Error& e) {
+    // One rank alone can report a broken forward pass (non-finite logits) as a verdict; with peers
+    // waiting on it the error must end the job through main's abort.
+    if (mpi.size() > 1) throw;
+    std::cout << "model check: FAILED: " << e.message() << "\n";
+    return 3;
+  }
+  long long bad = 0;
+  if (mpi.rank() == 0) {
+    const double ppl = rep->nll.ppl();
+    bad = !std::isfinite(ppl) || ppl > max_ppl;
+    std::printf("model check: PPL = %.4f +/- %.4f on the built-in text (%lld tokens, %lld chunks of %d): %s\n", ppl,
+                rep->nll.ppl_error(), static_cast<long long>(rep->n_tokens),
+                static_cast<long long>(rep->chunking.n_chunks), rep->chunking.ctx,
+                bad ? "FAILED (above --max-ppl; corrupt weights or a wrong format/dtype?)" : "ok");
+    std::fflush(stdout);
+  }
+  return mpi.all_max(bad) ? 3 : 0;
+}
+
 }  // namespace
 
 int run_doctor_command(const Args& args, int* argc, char*** argv) {
@@ -45,7 +89,9 @@ int run_doctor_command(const Args& args, int* argc, char*** argv) {
       "iters", po::value<int>()->default_value(20), "timed iterations per measurement")(
       "slow-ratio", po::value<double>()->default_value(0.5), "flag links below this share of the best")(
       "skip-device", "do not time the kernels on rank 0's GPU (GEMM, attention, graph launch; ~10 s)")(
-      "output-json", po::value<std::string>(), "write the measurements as JSON (rank 0)");
+      "output-json", po::value<std::string>(), "write the measurements as JSON (rank 0)")(
+      "max-ppl", po::value<double>()->default_value(kDoctorMaxPpl),
+      "with --model: the highest perplexity on the built-in text that passes (docs/perplexity.md)");
   add_config_options(&desc);
   po::variables_map vm = parse_command_line(args, desc);
   if (vm.count("help")) {
@@ -89,7 +135,8 @@ int run_doctor_command(const Args& args, int* argc, char*** argv) {
     }
   }
   groups.reset();
-  return 0;
+  if (cfg.get_string("model.path").empty()) return 0;
+  return check_model(cfg, mpi, vm["max-ppl"].as<double>());
 }
 
 }  // namespace conveyor

@@ -56,8 +56,16 @@ void PipelineSession::set_cpu_threads(const Config& cfg, Backend backend) {
   }
 }
 
-PipelineSession::PipelineSession(const Config& cfg, int* argc, char*** argv) : mpi_(argc, argv) {
-  init_logging(mpi_.rank(), cfg.get_string("logging.level"));
+PipelineSession::PipelineSession(const Config& cfg, int* argc, char*** argv)
+    : owned_mpi_(std::make_unique<MpiRuntime>(argc, argv)), mpi_(*owned_mpi_) {
+  init(cfg);
+}
+
+PipelineSession::PipelineSession(const Config& cfg, MpiRuntime& mpi) : mpi_(mpi) { init(cfg); }
+
+void PipelineSession::init(const Config& cfg) {
+  // A borrowed runtime's command has set up logging with it already.
+  if (owned_mpi_) init_logging(mpi_.rank(), cfg.get_string("logging.level"));
   cfg.check_world_size(mpi_.size());
   world_ = std::make_unique<WorldConfig>(layout_of(cfg), mpi_.rank());
 }

@@ -28,6 +28,9 @@ class PipelineSession {
   // MPI and the layout (checked against the world); no model work yet, so the leader can validate
   // its inputs first.
   PipelineSession(const Config& cfg, int* argc, char*** argv);
+  // Over an MPI runtime a command already started (conveyor doctor's), which must outlive the
+  // session: MPI is initialised once per process.
+  PipelineSession(const Config& cfg, MpiRuntime& mpi);
   // Collective over MPI_COMM_WORLD: the process groups and this rank's stage (its share of the weights).
   void start(const Config& cfg, const ModelSpec& spec);
   ~PipelineSession();
@@ -53,8 +56,10 @@ class PipelineSession {
 
  private:
   void set_cpu_threads(const Config& cfg, Backend backend);
+  void init(const Config& cfg);
 
-  MpiRuntime mpi_;
+  std::unique_ptr<MpiRuntime> owned_mpi_;  // null when the session borrows the command's
+  MpiRuntime& mpi_;
   std::unique_ptr<WorldConfig> world_;
   std::unique_ptr<Device> device_;  // this rank's GPU (current for its lifetime) or the host
   std::unique_ptr<ProcessGroups> groups_;

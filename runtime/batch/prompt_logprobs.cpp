@@ -23,7 +23,7 @@ std::optional<int64_t> read_prompt_logprobs(const nlohmann::json& body) {
 }
 
 nlohmann::json openai_prompt_logprobs(const CompletionOutput& out, const Tokenizer* tok) {
-  if (out.prompt_logprobs.empty() && out.prompt_logprobs_first == 0) return nullptr;
+  if (out.prompt_logprobs_first == 0) return nullptr;  // the request did not ask
   nlohmann::json list = nlohmann::json::array();
   for (int32_t i = 0; i < out.prompt_logprobs_first; ++i) list.push_back(nullptr);
   auto entry = [&](int32_t id, float logprob, int64_t rank) {

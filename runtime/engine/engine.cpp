@@ -217,7 +217,7 @@ CompletionOutput Engine::finish_output(const RequestState& st) {
   out.prompt_tokens = st.prompt_len;
   out.completion_tokens = static_cast<int64_t>(st.tokens.size());
   out.logprobs = st.logprobs;
-  out.prompt_logprobs_first = st.scoring.first;
+  out.prompt_logprobs_first = st.scoring.on ? st.scoring.first : 0;
   out.prompt_logprobs = st.prompt_logprobs;
   out.prompt_full = st.prompt_full;
   if (!st.tokens.empty()) {
@@ -278,7 +278,7 @@ nlohmann::json completion_to_json(const CompletionOutput& out) {
                       {"ttft_s", out.ttft_s},           {"tpot_s", out.tpot_s}};
   if (out.stop_string) j["stop_string"] = *out.stop_string;
   if (out.stop_token) j["stop_token"] = *out.stop_token;
-  if (!out.prompt_logprobs.empty()) {
+  if (out.prompt_logprobs_first > 0) {
     j["prompt_logprobs_first"] = out.prompt_logprobs_first;
     j["prompt_logprobs"] = logprobs_to_json(out.prompt_logprobs);
   }

@@ -45,8 +45,9 @@ struct CompletionOutput {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   std::vector<TokenLogprobs> logprobs;  // one per token when params.logprobs is set
-  // With Request::scoring: the logprobs of prompt tokens [prompt_logprobs_first, prompt_tokens), and
-  // when scoring.full the whole log-softmax of each of their positions (rows x vocab).
+  // With Request::scoring (prompt_logprobs_first > 0; 0 when not asked): the logprobs of prompt
+  // tokens [prompt_logprobs_first, prompt_tokens), and when scoring.full the whole log-softmax of
+  // each of their positions (rows x vocab).
   int32_t prompt_logprobs_first = 0;
   std::vector<TokenLogprobs> prompt_logprobs;
   std::vector<float> prompt_full;
