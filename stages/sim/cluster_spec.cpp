@@ -40,10 +40,10 @@ const std::map<std::string, LinkSpec>& link_presets() {
   return p;
 }
 
-std::string names_of(const std::map<std::string, LinkSpec>& m) {
+std::vector<std::string> link_preset_names() {
   std::vector<std::string> v;
-  for (const auto& [k, _] : m) v.push_back(k);
-  return join(v, ", ");
+  for (const auto& [k, _] : link_presets()) v.push_back(k);
+  return v;
 }
 
 struct Reader {
@@ -78,11 +78,7 @@ LinkSpec read_link(const Reader& r, const YAML::Node& n, const std::string& key,
   if (!preset.empty()) {
     auto it = link_presets().find(preset);
     CONVEYOR_CHECK(it != link_presets().end(), r.where(key), ": unknown link preset '", preset, "'",
-                   did_you_mean(preset, [] {
-                     std::vector<std::string> v;
-                     for (const auto& [k, _] : link_presets()) v.push_back(k);
-                     return v;
-                   }()), " (presets: ", names_of(link_presets()), ")");
+                   did_you_mean(preset, link_preset_names()), " (presets: ", join(link_preset_names(), ", "), ")");
     l = it->second;
   }
   if (map) {
@@ -92,7 +88,7 @@ LinkSpec read_link(const Reader& r, const YAML::Node& n, const std::string& key,
     l.allreduce_busbw = r.number(n["allreduce_busbw_gbps"], key + ".allreduce_busbw_gbps", l.allreduce_busbw / 1e9) * 1e9;
   }
   CONVEYOR_CHECK(l.bandwidth > 0 && l.latency >= 0, r.where(key), " needs bandwidth_gbps > 0 and latency_us >= 0 "
-                 "(or a preset: ", names_of(link_presets()), ")");
+                 "(or a preset: ", join(link_preset_names(), ", "), ")");
   return l;
 }
 
