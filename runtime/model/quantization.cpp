@@ -55,7 +55,7 @@ QuantSpec parse_compressed_tensors(const json& q, const std::string& src) {
   check_ignore(q, "ignore", where + ".ignore");
   CONVEYOR_CHECK(present(q, "config_groups") && q["config_groups"].is_object() && q["config_groups"].size() == 1,
                  where, ".config_groups must hold exactly one group (one scheme for every linear)");
-  const json& g = q["config_groups"].begin().value();
+  const json g = q["config_groups"].begin().value();  // a copy: the iterator is a temporary
   const std::string gw = where + ".config_groups." + q["config_groups"].begin().key();
   CONVEYOR_CHECK(present(g, "targets") && g["targets"] == json::array({"Linear"}), gw,
                  ".targets must be [\"Linear\"]");
