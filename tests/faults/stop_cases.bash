@@ -12,7 +12,9 @@ stop_case() {  # <signal> <times> <regex of the message>
   kill -$sig $target
   (( times == 1 )) || { sleep 0.2; kill -$sig $target 2>/dev/null; }
   reap $pid "$t0"
-  report "SIG$sig x$times (${launch[0]:-direct}${layout[*]:+ ${layout[*]}})" $rc "$took" "$(said "$out.log" "stopped|error")"
+  local via=direct
+  (( ${#launch[@]} )) && via="${launch[0]##*/}${layout[*]:+ ${layout[*]}}"
+  report "SIG$sig x$times ($via)" $rc "$took" "$(said "$out.log" "stopped|error")"
   none_left "$out" || return 1
   [[ $rc == 75 ]] || { echo "FAIL: SIG$sig x$times: exit status $rc (want 75)"; cat "$out.log"; return 1; }
   grep -Eq "$want" "$out.log" || { echo "FAIL: SIG$sig x$times: no line like '$want'"; cat "$out.log"; return 1; }
