@@ -222,8 +222,8 @@ std::vector<BadCase> bad_cases() {
       {"unknown tensor type", one_tensor({4}, 5, 0, 32), "unknown tensor type 5"},
       {"row not whole blocks", one_tensor({33}, 8, 0, 64), "not a multiple of its block size 32"},
       {"offset not aligned", one_tensor({4}, 0, 4, 64), "not a multiple of the alignment 32"},
-      {"offset past EOF", one_tensor({4}, 0, 64, 32), "past the end"},
-      {"data past EOF", one_tensor({64}, 0, 0, 32), "past the end"},
+      {"offset past EOF", one_tensor({4}, 0, 64, 32), "is 96 bytes but its header describes 144 bytes"},
+      {"data past EOF", one_tensor({64}, 0, 0, 32), "is 96 bytes but its header describes 320 bytes"},
       {"offset overflow", one_tensor({4}, 0, ~0ull - 31, 32), "past the end"},
       {"dims overflow", one_tensor({1ull << 32, 1ull << 32, 16}, 0, 0, 32), "overflows 64 bits"},
   };

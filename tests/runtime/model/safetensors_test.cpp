@@ -129,7 +129,7 @@ std::vector<BadCase> bad_cases() {
                        R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", 12), "tensor 'b' begins"},
       {"overlap", st_image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                            R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), "non-overlapping"},
-      {"data past EOF", st_image(one(R"({"dtype":"F32","shape":[4],"data_offsets":[0,16]})"), 8), "cover 16 bytes"},
+      {"data past EOF", st_image(one(R"({"dtype":"F32","shape":[4],"data_offsets":[0,16]})"), 8), "is 71 bytes but its header describes 79 bytes; the file is truncated"},
       {"trailing data", st_image(one(R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})"), 12), "holds 12 bytes"},
       {"metadata not strings", st_image(R"({"__metadata__":{"a":1}})", 0), "__metadata__ value for 'a'"},
       {"metadata not object", st_image(R"({"__metadata__":[1]})", 0), "__metadata__ must be"},
