@@ -79,7 +79,8 @@ conveyor_requeue() {
 }
 
 # Runs the launcher command line ("$@") in the background, waits for it through forwarded signals,
-# and requeues on a USR1 stop (status 75) or a rank killed outright (status > 128).
+# and requeues on a USR1 stop (status 75), a rank killed outright (128 + signal) or a failed srun
+# (255), at most CONVEYOR_MAX_REQUEUES times.
 conveyor_launch() {
   "$@" &
   conveyor_launcher_pid=$!
@@ -94,7 +95,7 @@ conveyor_launch() {
   elif [[ $rc -eq 75 && "$conveyor_stop" == USR1 ]]; then
     conveyor_requeue "stopped early by SIGUSR1"
     exit 0
-  elif (( rc > 128 )) || [[ $rc -eq 75 ]]; then
+  elif (( rc > 128 )) || [[ $rc -eq 75 ]]; then  # 255: srun failed, e.g. launching next to a dead step
     conveyor_requeue "a rank was killed (status $rc)"
     exit 0
   fi

@@ -81,7 +81,9 @@ check_case() {
       # One stop, one requeue: a second would mean the requeued run tripped over the first.
       local want="^1$"
       [[ $mode == ok ]] && want="^0$"
-      [[ $mode == timelimit ]] && want="^[1-9]"
+      # A time limit stops each run; after a kill -9 Slurm's late cancel of the dead step's id can
+      # stop the requeued run once more (it resumes again).
+      [[ $mode =~ ^(timelimit|kill9)$ ]] && want="^[1-9]"
       [[ $state == COMPLETED && ${restarts:-0} =~ $want ]] &&
         python3 "$here/check_results.py" "$tmp/$input.jsonl" "$tmp/$input.ref.jsonl" "$dir/out.jsonl" ;;
   esac
