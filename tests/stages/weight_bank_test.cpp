@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "kernels/cpu/fp8.h"
 #include "runtime/model/weights_dummy.h"
 #include "stages/cpu_ops.h"
 #include "tests/runtime/model/formats_test_util.h"
@@ -148,6 +149,37 @@ TEST(WeightBank, ReadsEachTensorOnlyWhenTakenAndHandsItsBufferOver) {
   expect_bits(download(*ops, ab), want, "a|b");
   EXPECT_EQ(bank.pending_bytes(), 0u);
   bank.finish();
+}
+
+// With FP8 linears a stack becomes one FP8 weight: per output row, the codes and scale that
+// quantize_rows_fp8_ref gives the stacked fp32 values (read one stack at a time, never the share);
+// non-linear weights are untouched, and the device bytes count one byte per code plus a row scale.
+TEST(WeightBank, TakeLinearQuantizesEachStackPerOutputChannel) {
+  Qwen2Share q;
+  auto ops = make_cpu_ops();
+  const std::map<std::string, HostTensor> ref = make_dummy_weights(q.spec, q.share, 5).materialize_all();
+  WeightSet set = make_dummy_weights(q.spec, q.share, 5);
+  const size_t bytes = device_weight_bytes(set, true, 2);
+  WeightBank bank(std::move(set), *ops, /*fp8_linears=*/true);
+  const Tensor gate_up = bank.take_linear({"layers.0.gate_proj", "layers.0.up_proj"});
+  ASSERT_TRUE(gate_up.view().fp8());
+  std::vector<float> stacked = ref.at("layers.0.gate_proj").data;
+  const std::vector<float>& up = ref.at("layers.0.up_proj").data;
+  stacked.insert(stacked.end(), up.begin(), up.end());
+  const int64_t rows = gate_up.rows(), cols = gate_up.cols();
+  std::vector<uint8_t> codes(stacked.size());
+  std::vector<float> scales(static_cast<size_t>(rows)), values(stacked.size());
+  quantize_rows_fp8_ref(codes.data(), scales.data(), stacked.data(), rows, cols);
+  dequantize_rows_fp8_ref(values.data(), codes.data(), nullptr, rows, cols);
+  expect_bits(download(*ops, gate_up), values, "gate|up codes");
+  expect_bits(std::vector<float>(gate_up.view().scales, gate_up.view().scales + rows), scales, "gate|up scales");
+  expect_bits(download(*ops, bank.take("layers.0.mlp_norm")), ref.at("layers.0.mlp_norm").data, "norm");
+  size_t want = 0;
+  for (const auto& [name, t] : ref) {
+    const bool linear = name.find("_proj") != std::string::npos;
+    want += linear ? static_cast<size_t>(t.numel()) + static_cast<size_t>(t.shape[0]) * 4 : t.data.size() * 2;
+  }
+  EXPECT_EQ(bytes, want);
 }
 
 }  // namespace
