@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Issue 17 on one H200 (16 cores): every pipeline layout with ranks sharing the GPU. Builds, runs the
+# GPU tests (mpi ones included: np 2 and 4 on the one GPU), compares the tokens of `conveyor generate`
+# at pp 2, pp 4, pp 2 x tp 2 (goldens) and pp 2, pp 4, pp 2 x tp 3 (SmolLM2) with the one-rank run, and benchmarks
+# Llama-3-8B (dummy) at pp 2 with per-stage busy/bubble and a trace. Logs and JSON go to $OUT (default:
+# this folder). Under 9 minutes. Usage: bash benchmarks/results/nvidia-h200/issue17/run.sh
+set -u
+root=$PWD
+out="${OUT:-$root/benchmarks/results/nvidia-h200/issue17}"
+mkdir -p "$out"
+cd "$root"
+# The Debian packages the GPU machine lacks (shared/gpu-machine/pack.sh), when they travelled along.
+[ -f .gpu-deps/unpack.sh ] && source .gpu-deps/unpack.sh
+export PATH=/usr/local/cuda/bin:$PATH
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi=(mpirun --oversubscribe -x NCCL_NVLS_ENABLE=0)
+fails=0
+step() { echo "== $* ($(date +%T))" | tee -a "$out/summary.txt"; }
+
+bin="$root/build/conveyor"
+gguf=""
+# Greedy ids of one prompt: `generate --print-ids` prints them last.
+ids() {  # <log name> <np> <model> <args...>
+  local name=$1 np=$2 model=$3
+  shift 3
+  local cmd=("$bin")
+  [ "$np" -gt 1 ] && cmd=("${mpi[@]}" -np "$np" "$bin")
+  timeout 120 "${cmd[@]}" generate --model "$model" --set runtime.backend=cuda --prompt-ids 1,15,27,200,42,7 \
+    --temperature 0 --max-tokens 48 --ignore-eos --print-ids "$@" > "$out/$name.txt" 2> "$out/$name.log"
+  echo "rc=$? $(tail -1 "$out/$name.txt")" >> "$out/$name.log"
+  tail -1 "$out/$name.txt"
+}
+compare() {  # <label> <reference ids> <ids>; fails when they differ
+  local verdict rc
+  verdict=$(python3 - "$1" "$2" "$3" <<'PY'
+
+import sys
+label, a, b = sys.argv[1], sys.argv[2].replace(",", " ").split(), sys.argv[3].replace(",", " ").split()
+if a and a == b:
+    print(f"{label}: {len(a)} ids equal the one-rank run"); sys.exit(0)
+i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+print(f"{label}: DIFFERS from the one-rank run at id {i} of {len(a)} (one rank {a[i:i+3]}, here {b[i:i+3]})"); sys.exit(1)
+PY
+)
+  rc=$?
+  echo "$verdict" | tee -a "$out/summary.txt"
+  return $rc
+}
+step "generate: layouts against one rank"
+# Goldens (tests/data/goldens, vocab >= 256) with the layouts their layers and heads allow: pp 4 needs
+# 4 layers (llama_deep has 5), tp 2 an even head count.
+for spec in "llama_deep 2 4 2x2" "llama3_rope 2 2x2" "mistral_swa 2 2x2" "qwen2_tied_mqa 2"; do
+  read -r m layouts <<< "$spec"
+  model="$root/tests/data/goldens/$m"
+  one=$(ids "gen_${m}_np1" 1 "$model")
+  for l in $layouts; do
+    pp=${l%x*}; tp=1; [ "$l" != "$pp" ] && tp=${l#*x}
+    compare "$m pp $pp x tp $tp" "$one" "$(ids "gen_${m}_pp${pp}tp${tp}" $((pp * tp)) "$model" -pp $pp -tp $tp)" ||
+      fails=$((fails + 1))
+  done
+done
+# SmolLM2 (9 heads, 3 KV heads: tp 3); its shape with dummy weights where the GGUF is not on the machine.
+smol=("$gguf")
+if [ ! -s "$gguf" ]; then
+  echo "SmolLM2 GGUF not found: its shape with dummy weights instead" | tee -a "$out/summary.txt"
+  smol=(x --load-format dummy --set model.config="$root/configs/models/smollm2-135m.yaml" --set model.path=)
+fi
+one=$(ids gen_smollm2_np1 1 "${smol[@]}")
+compare "SmolLM2 pp 2" "$one" "$(ids gen_smollm2_pp2 2 "${smol[@]}" -pp 2)" || fails=$((fails + 1))
+compare "SmolLM2 pp 4" "$one" "$(ids gen_smollm2_pp4 4 "${smol[@]}" -pp 4)" || fails=$((fails + 1))
+compare "SmolLM2 pp 2 x tp 3" "$one" "$(ids gen_smollm2_pp2tp3 6 "${smol[@]}" -pp 2 -tp 3)" || fails=$((fails + 1))
+grep -h "data transport" "$out"/gen_*pp2*.log | sed 's/^.*info: //' | sort | uniq -c >> "$out/summary.txt"
+
+step "bench throughput -pp 2 (Llama-3-8B shape, dummy, one GPU)"
+timeout 100 "${mpi[@]}" -np 2 "$bin" bench throughput --load-format dummy \
+  --set model.config="$root/configs/models/llama-3-8b.yaml" -pp 2 --input-len 512 --output-len 128 \
+  --num-prompts 128 --max-num-seqs 64 --output-json "$out/bench_pp2.json" --trace "$out/bench_pp2.trace.json" \
+  > "$out/bench_pp2.txt" 2> "$out/bench_pp2.log" || fails=$((fails + 1))
+cat "$out/bench_pp2.txt" >> "$out/summary.txt"
+grep -E "data transport|GPU memory per rank" -A3 "$out/bench_pp2.log" | head -12 >> "$out/summary.txt"
+python3 - "$out/bench_pp2.trace.json" <<'PY' >> "$out/summary.txt" 2>&1
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+by = {}
+for e in ev:
+    by.setdefault(e["tid"], []).append(e)
+for tid, es in sorted(by.items()):
+    comp = sorted((e["ts"], e["ts"] + e["dur"]) for e in es if e["cat"] == "gpu compute")
+    xfer = [(e["ts"], e["ts"] + e["dur"]) for e in es if e["cat"] == "gpu transfer"]
+    if not comp:
+        continue
+    hidden = sum(max(0.0, min(b, d) - max(a, c)) for a, b in xfer for c, d in comp)
+    total = sum(b - a for a, b in xfer)
+    print(f"trace track {tid}: {len(comp)} gpu compute spans, {len(xfer)} transfers, "
+          f"{hidden / 1e3:.1f} of {total / 1e3:.1f} ms of transfer overlap compute")
+PY
+step "done: $fails failure(s)"
+exit $((fails > 0))
