@@ -157,6 +157,7 @@ int BatchJob::run(Generator& engine) {
   if (stop_requested()) {
     stats_.interrupted = true;
     std::cerr << interrupted_message(stop_signal(), stats_.resumed + stats_.done, stats_.total, opt_.output) << std::endl;
+    mark_stop_reported();
     return kExitInterrupted;
   }
   if (stats_.total == 0 && stats_.invalid_lines == 0) {

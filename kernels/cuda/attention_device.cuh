@@ -153,6 +153,10 @@ struct PagedAttentionArgs {
   const int32_t* max_context = nullptr;
   int chunks = 1;      // query-head chunks per KV head in the decode kernel
   int skip_multi = 0;  // 1: the decode kernel leaves sequences with > 1 new token to the prefill kernel
+  // FP8 KV cache (--kv-cache-dtype fp8): k_cache/v_cache hold e4m3 bytes and a cached element is
+  // e4m3 * k_scale (v_scale); 0: the caches hold the activation dtype and the scales are unused.
+  int kv_fp8 = 0;
+  float k_scale = 1.f, v_scale = 1.f;
 };
 
 // The flash-attention tile kernel for sequences with more than one new token (attention_prefill.cu).

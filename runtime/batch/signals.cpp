@@ -20,6 +20,7 @@ namespace {
 
 std::atomic<int> g_stop_signal{0};
 std::atomic<bool> g_graceful{false};
+std::atomic<bool> g_reported{false};  // the stop's own message is out: a later signal adds nothing
 static_assert(std::atomic<int>::is_always_lock_free, "the stop flag must be lock-free to be signal-safe");
 static_assert(std::atomic<bool>::is_always_lock_free, "the mode must be lock-free to be signal-safe");
 
@@ -64,7 +65,7 @@ void on_stop_signal(int sig) {
   }
   int expected = 0;
   if (g_stop_signal.compare_exchange_strong(expected, sig)) return;
-  if (i >= 0) write_all(g_text[i].second, g_text[i].second_len);
+  if (i >= 0 && !g_reported.load()) write_all(g_text[i].second, g_text[i].second_len);
   _exit(kExitInterrupted);
 }
 
@@ -150,10 +151,14 @@ void restore_stop_handlers() {
 }
 
 void begin_graceful_stop() { g_graceful.store(true); }
+void mark_stop_reported() { g_reported.store(true); }
 
 bool stop_requested() { return g_stop_signal.load(std::memory_order_relaxed) != 0; }
 int stop_signal() { return g_stop_signal.load(std::memory_order_relaxed); }
-void clear_stop_request() { g_stop_signal.store(0); }
+void clear_stop_request() {
+  g_stop_signal.store(0);
+  g_reported.store(false);
+}
 
 void request_stop(int signal) {
   int expected = 0;

@@ -28,6 +28,9 @@ void install_stop_handlers();
 void restore_stop_handlers();
 // Switches to the graceful mode: from now on the caller polls stop_requested().
 void begin_graceful_stop();
+// The stop has been reported (output closed, message printed): a signal from now on still exits with
+// kExitInterrupted at once, but prints nothing (the job's one message is already out).
+void mark_stop_reported();
 
 bool stop_requested();
 int stop_signal();  // the first signal received, 0 when none
