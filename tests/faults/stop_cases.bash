@@ -10,13 +10,19 @@ stop_case() {  # <signal> <times> <regex of the message>
   target=$(stop_target)
   t0=$(date +%s.%N)
   kill -$sig $target
-  (( times == 1 )) || { sleep 0.2; kill -$sig $target 2>/dev/null; }
+  (( times == 1 )) || { sleep 0.05; kill -$sig $target 2>/dev/null; }
   reap $pid "$t0"
   local via=direct
   (( ${#launch[@]} )) && via="${launch[0]##*/}${layout[*]:+ ${layout[*]}}"
   report "SIG$sig x$times ($via)" $rc "$took" "$(said "$out.log" "stopped|error")"
   none_left "$out" || return 1
   [[ $rc == 75 ]] || { echo "FAIL: SIG$sig x$times: exit status $rc (want 75)"; cat "$out.log"; return 1; }
+  # A first stop can finish (flush, report) before the second signal lands: then that signal exits
+  # silently (signals.h, mark_stop_reported) and the job's one message is the first stop's.
+  if (( times == 2 )) && ! grep -Eq "$want" "$out.log" && grep -Eq "stopped by SIG$sig.*requests are done" "$out.log"; then
+    echo "SIG$sig x2: the stop was reported before the second signal arrived; that signal added nothing"
+    want="stopped by SIG$sig"
+  fi
   grep -Eq "$want" "$out.log" || { echo "FAIL: SIG$sig x$times: no line like '$want'"; cat "$out.log"; return 1; }
   [[ $(grep -c "stopped" "$out.log") == 1 ]] || { echo "FAIL: SIG$sig x$times: want one message"; cat "$out.log"; return 1; }
   # A first stop finishes the micro-batches in flight, seconds each on a loaded CI host.

@@ -93,6 +93,21 @@ TEST_F(Signals, ASecondSignalExitsAtOnceWithTheResumeMessage) {
   }
 }
 
+TEST_F(Signals, ASignalAfterTheStopWasReportedExitsSilently) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    const ChildResult r = in_child([&] {
+      raise(SIGUSR1);
+      if (!stop_requested()) _exit(3);
+      mark_stop_reported();  // the job has printed its one message
+      raise(sig);            // must not return
+      _exit(4);
+    });
+    ASSERT_TRUE(WIFEXITED(r.status)) << signal_name(sig) << " killed the child with signal " << WTERMSIG(r.status);
+    EXPECT_EQ(WEXITSTATUS(r.status), kExitInterrupted) << signal_name(sig);
+    EXPECT_EQ(r.err, "") << signal_name(sig);
+  }
+}
+
 TEST_F(Signals, DuringStartUpEachSignalExitsWithTheSameStatusAndMessage) {
   for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2}) {
     const ChildResult r = in_child([&] {
