@@ -29,6 +29,7 @@ class Device {
   virtual DeviceInfo info() const = 0;
   virtual void* allocate(size_t bytes) = 0;  // throws with the size and free memory on failure
   virtual void release(void* p) = 0;
+  // The copies and the fill are complete when they return, as seen from every stream of the device.
   virtual void copy_from_host(void* dst, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;
   virtual void fill_bytes(void* dst, int value, size_t bytes) = 0;

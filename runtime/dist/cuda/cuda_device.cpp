@@ -64,14 +64,19 @@ class CudaDevice : public Device {
     return p;
   }
   void release(void* p) override { cudaFree(p); }
+  // cudaMemcpy from pageable memory returns once the bytes are staged, and cudaMemset may return before
+  // it ran: both are ordered only with the legacy stream, and every conveyor stream is non-blocking. So
+  // each waits for the legacy stream, which makes the Device contract hold (done on every stream).
   void copy_from_host(void* dst, const void* src, size_t bytes) override {
     CONVEYOR_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
   }
   void copy_to_host(void* dst, const void* src, size_t bytes) override {
     CONVEYOR_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
   }
   void fill_bytes(void* dst, int value, size_t bytes) override {
     CONVEYOR_CUDA_CHECK(cudaMemset(dst, value, bytes));
+    CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
   }
   Stream create_stream() override {
     cudaStream_t s = nullptr;
