@@ -7,11 +7,16 @@ failed=0
 job_field() { scontrol show job -o "$1" 2>/dev/null | grep -o "\b$2=[^ ]*" | head -1 | cut -d= -f2; }
 out_lines() { [[ -s "$1" ]] && wc -l < "$1" || echo 0; }
 
-# Slurm holds a requeued job ~120 s (BeginTime) so the last run's steps are gone when it starts
-# again; the test starts it as soon as no slurmstepd of the job is left.
+# Slurm holds a requeued job ~120 s (BeginTime = requeue + the credential lifetime) so the last run's
+# steps are gone and its revoked credential cannot match the new one; the test starts it once no
+# slurmstepd of the job is left and a few seconds have passed (slurmd compares credential times in
+# whole seconds: a start in the second of the requeue fails with "Job credential revoked").
 release_held() {
   [[ $(job_field "$1" Reason) == BeginTime ]] || return 0
   pgrep -f "^slurmstepd: \[$1\." >/dev/null && return 0
+  local eligible
+  eligible=$(date -d "$(job_field "$1" EligibleTime)" +%s 2>/dev/null) || return 0
+  (( $(date +%s) >= eligible - 115 )) || return 0
   scontrol update jobid="$1" StartTime=now
 }
 
