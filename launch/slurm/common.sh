@@ -80,8 +80,12 @@ conveyor_requeue() {
 
 # Runs the launcher command line ("$@") in the background, waits for it through forwarded signals,
 # and requeues on a USR1 stop (status 75), a rank killed outright (128 + signal) or a failed srun
-# (255), at most CONVEYOR_MAX_REQUEUES times.
+# (255; after two requeues only when the run wrote results), at most CONVEYOR_MAX_REQUEUES times.
+conveyor_results() { [[ -s "$OUTPUT" ]] && wc -l < "$OUTPUT" || echo 0; }
+
 conveyor_launch() {
+  local results_before
+  results_before=$(conveyor_results)
   "$@" &
   conveyor_launcher_pid=$!
   local rc
@@ -95,7 +99,17 @@ conveyor_launch() {
   elif [[ $rc -eq 75 && "$conveyor_stop" == USR1 ]]; then
     conveyor_requeue "stopped early by SIGUSR1"
     exit 0
-  elif (( rc > 128 )) || [[ $rc -eq 75 ]]; then  # 255: srun failed, e.g. launching next to a dead step
+  elif [[ $rc -eq 255 ]]; then
+    # srun itself failed. Launching next to a dead run's step can fail so now and then; a bad srun
+    # option or a broken node fails every time: after two requeues, a run without a new result is final.
+    if (( ${SLURM_RESTART_COUNT:-0} >= 2 )) && (( $(conveyor_results) == results_before )); then
+      echo "conveyor: srun failed (status 255) on run $(( SLURM_RESTART_COUNT + 1 )) and this run wrote no" \
+        "result; not requeueing again (see srun's error above)" >&2
+      exit "$rc"
+    fi
+    conveyor_requeue "srun failed (status 255)"
+    exit 0
+  elif (( rc > 128 )) || [[ $rc -eq 75 ]]; then
     conveyor_requeue "a rank was killed (status $rc)"
     exit 0
   fi
