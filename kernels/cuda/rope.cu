@@ -179,9 +179,9 @@ void rope_qkv_write_kv_cuda(void* q_out, const void* qkv, void* k_cache, void* v
                  " n_kv_heads=", shape.n_kv_heads, " num_blocks=", shape.num_blocks, " block_size=", shape.block_size);
   check_rope_dims(shape.head_dim, dt);
   CONVEYOR_CHECK(!kv.fp8 || (std::isfinite(kv.scales.k) && kv.scales.k > 0.f && std::isfinite(kv.scales.v) &&
-                             kv.scales.v > 0.f && dt != DType::kF32),
-                 "rope_qkv_write_kv_cuda: an FP8 cache needs bf16/f16 inputs and finite scales > 0, got ",
-                 dtype_name(dt), ", k_scale ", kv.scales.k, ", v_scale ", kv.scales.v);
+                             kv.scales.v > 0.f),
+                 "rope_qkv_write_kv_cuda: an FP8 cache needs finite scales > 0, got k_scale ", kv.scales.k,
+                 ", v_scale ", kv.scales.v);
   if (b.num_tokens == 0) return;
   CONVEYOR_CHECK(b.num_seqs > 0, "rope_qkv_write_kv_cuda: ", b.num_tokens, " tokens but no sequence");
   CONVEYOR_CHECK(q_out && qkv && k_cache && v_cache && inv_freq && b.query_start && b.positions && b.block_tables,
@@ -200,6 +200,8 @@ void rope_qkv_write_kv_cuda(void* q_out, const void* qkv, void* k_cache, void* v
                                                         sc);
       return launch_rope_qkv_write_kv<__half, __half>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape, n_heads, s, sc);
     default:
+      if (kv.fp8)
+        return launch_rope_qkv_write_kv<float, Fp8Kv>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape, n_heads, s, sc);
       return launch_rope_qkv_write_kv<float, float>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape, n_heads, s, sc);
   }
 }
