@@ -1,7 +1,8 @@
 // Paged attention microbenchmark: decode (batch 1/16/64 x context 1k/4k/16k, 32 query / 8 KV heads,
 // head_dim 128, bf16) reported as GB/s of KV read and % of 4280 GB/s, and one 2048-token prefill
 // reported as TFLOP/s (causal) and % of 810. One JSON object per case on stdout; --json PATH writes
-// them all as an array. Usage: attention_bench [--json results.json]
+// them all as an array. --kv-cache-dtype fp8 reads an e4m3 cache (one byte per element; the GB/s count
+// those bytes). Usage: attention_bench [--json results.json] [--kv-cache-dtype fp8]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -37,6 +38,19 @@ __global__ void fill_random(uint16_t* x, size_t n, uint32_t seed) {
   }
 }
 
+// Random e4m3 codes, never NaN (0x7f / 0xff).
+__global__ void fill_codes(uint8_t* x, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    const uint8_t c = static_cast<uint8_t>(h >> 24);
+    x[i] = (c & 0x7f) == 0x7f ? c ^ 1 : c;
+  }
+}
+
+bool g_fp8_kv = false;  // --kv-cache-dtype fp8
+
 // A CudaBuffer (runtime/core/cuda_buffer.h) with its pointer as a field, as the cases read it.
 struct DeviceMem {
   conveyor::CudaBuffer buffer;
@@ -46,6 +60,12 @@ struct DeviceMem {
 
 void fill(void* p, size_t elems, uint32_t seed) {
   fill_random<<<1024, 256>>>(static_cast<uint16_t*>(p), elems, seed);
+  CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+
+void fill_kv(void* p, size_t elems, uint32_t seed) {
+  if (!g_fp8_kv) return fill(p, elems, seed);
+  fill_codes<<<1024, 256>>>(static_cast<uint8_t*>(p), elems, seed);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -66,12 +86,14 @@ Result run(const std::string& name, int batch, int history, int fresh) {
     query_start.push_back(query_start.back() + fresh);
   }
   const int tokens = query_start.back();
-  DeviceMem kc(shape.layer_elems() * 2), vc(shape.layer_elems() * 2);
+  const size_t kv_elem = g_fp8_kv ? 1 : 2;
+  const KvCacheFormat fmt{g_fp8_kv, KvScales{1.f / 448, 1.f / 448}};
+  DeviceMem kc(shape.layer_elems() * kv_elem), vc(shape.layer_elems() * kv_elem);
   DeviceMem q(size_t(tokens) * kHeads * kHeadDim * 2), out(size_t(tokens) * kHeads * kHeadDim * 2);
   DeviceMem qs(query_start.size() * 4), pos(positions.size() * 4), tab(ids.size() * 4);
   DeviceMem ws(paged_attention_workspace_bytes(tokens, kHeads, kHeadDim, ctx));
-  fill(kc.p, shape.layer_elems(), 1);
-  fill(vc.p, shape.layer_elems(), 2);
+  fill_kv(kc.p, shape.layer_elems(), 1);
+  fill_kv(vc.p, shape.layer_elems(), 2);
   fill(q.p, size_t(tokens) * kHeads * kHeadDim, 3);
   CONVEYOR_CUDA_CHECK(cudaMemcpy(qs.p, query_start.data(), query_start.size() * 4, cudaMemcpyHostToDevice));
   CONVEYOR_CUDA_CHECK(cudaMemcpy(pos.p, positions.data(), positions.size() * 4, cudaMemcpyHostToDevice));
@@ -93,7 +115,7 @@ Result run(const std::string& name, int batch, int history, int fresh) {
   std::vector<float> ms;
   for (int it = 0; it < 35; ++it) {
     CONVEYOR_CUDA_CHECK(cudaEventRecord(e0));
-    paged_attention_cuda(out.p, q.p, kc.p, vc.p, b, shape, p, ws.p, DType::kBF16, nullptr);
+    paged_attention_cuda(out.p, q.p, kc.p, vc.p, b, shape, p, ws.p, DType::kBF16, nullptr, fmt);
     CONVEYOR_CUDA_CHECK(cudaEventRecord(e1));
     CONVEYOR_CUDA_CHECK(cudaEventSynchronize(e1));
     float t = 0;
@@ -105,7 +127,7 @@ Result run(const std::string& name, int batch, int history, int fresh) {
   std::sort(ms.begin(), ms.end());
   const double us = ms[ms.size() / 2] * 1e3;
   // KV bytes each sequence must read once; causal score + PV FLOPs over (query, visible key) pairs.
-  const double bytes = 2.0 * batch * ctx * kKvHeads * kHeadDim * 2;
+  const double bytes = 2.0 * batch * ctx * kKvHeads * kHeadDim * kv_elem;
   double pairs = 0;
   for (int t = 0; t < fresh; ++t) pairs += history + t + 1;
   const double flops = 4.0 * batch * pairs * kHeads * kHeadDim;
@@ -114,9 +136,10 @@ Result run(const std::string& name, int batch, int history, int fresh) {
   char buf[512];
   std::snprintf(buf, sizeof(buf),
                 "{\"name\": \"%s\", \"shape\": \"batch=%d history=%d new=%d heads=%d kv_heads=%d head_dim=%d "
-                "block_size=%d\", \"dtype\": \"bf16\", \"time_us\": %.2f, \"bytes\": %.0f, \"GB/s\": %.1f, "
+                "block_size=%d\", \"dtype\": \"%s\", \"time_us\": %.2f, \"bytes\": %.0f, \"GB/s\": %.1f, "
                 "\"TFLOP/s\": %.2f, \"percent_of_peak\": %.1f, \"peak\": \"%s\"}",
-                name.c_str(), batch, history, fresh, kHeads, kKvHeads, kHeadDim, kBlockSize, us, bytes, gbs, tflops,
+                name.c_str(), batch, history, fresh, kHeads, kKvHeads, kHeadDim, kBlockSize,
+                g_fp8_kv ? "bf16, kv fp8_e4m3" : "bf16", us, bytes, gbs, tflops,
                 prefill ? 100.0 * tflops / kPeakTflops : 100.0 * gbs / kPeakGBs,
                 prefill ? "810 TFLOP/s" : "4280 GB/s");
   return {buf};
@@ -130,8 +153,11 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
       json_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--kv-cache-dtype") == 0 && i + 1 < argc &&
+               (std::strcmp(argv[i + 1], "fp8") == 0 || std::strcmp(argv[i + 1], "auto") == 0)) {
+      conveyor::g_fp8_kv = std::strcmp(argv[++i], "fp8") == 0;
     } else {
-      std::fprintf(stderr, "usage: %s [--json PATH]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json PATH] [--kv-cache-dtype auto|fp8]\n", argv[0]);
       return 2;
     }
   }

@@ -351,6 +351,7 @@ void add_details(json& out, const Details& d) {
   out["pipeline_usage"] = d.usage ? d.usage->to_json() : json();
   out.update(ttft_tpot(d.runs));
   out["kv_cache"] = {{"num_blocks", runner.num_kv_blocks()}, {"block_size", runner.block_size()},
+                     {"dtype", cfg.get_string("cache.kv_cache_dtype")},
                      {"preemptions", d.engine.scheduler_stats().preemptions},
                      {"plans", d.engine.scheduler_stats().plans}};
   out["peak_memory"] = {{"host_max_rss_bytes", d.rss}};

@@ -8,10 +8,15 @@
   ct_tensor/       compressed-tensors FP8: per-tensor weight_scale, static per-tensor input_scale
                    (calibrated on the prompts: amax / 448 of each linear's input, as llm-compressor does)
   fp8_block/       quant_method fp8, weight_block_size [128, 128], weight_scale_inv per block
+  ct_kv/           ct_channel plus a kv_cache_scheme (FP8, per tensor, static): k_scale / v_scale per layer,
+                   amax / 448 of the cached K (post-rope; bounded by each rotary pair's norm) and V over the
+                   prompts' greedy runs, as llm-compressor calibrates them (layer 1's as 0-d tensors, the
+                   other form a checkpoint may use). No HF reference: transformers has no FP8 KV cache.
   reference.json   prompts and HF transformers' greedy ids for each (fp32 on the CPU; compressed-tensors
                    runs the same activation quantization; fp8 blocks are dequantized by HF)
 
 Usage:  python3 scripts/make_fp8_checkpoints.py [out_dir]      (default tests/data/fp8)
+        python3 scripts/make_fp8_checkpoints.py --only ct_kv [out_dir]   (ct_kv alone, from ct_channel)
 Needs torch, transformers, safetensors and compressed-tensors (scripts/requirements.txt). Deterministic.
 """
 import json
@@ -116,6 +121,45 @@ def input_amax(dense_dir, prompts):
     return amax
 
 
+def kv_amax(dense_dir, prompts):
+    """Per layer, amax of the cached K (bounded by the norm of each rotary pair, which rope preserves) and V."""
+    from transformers import AutoModelForCausalLM
+    model = AutoModelForCausalLM.from_pretrained(dense_dir, dtype=torch.float32).eval()
+    half = SHAPE["hidden"] // SHAPE["heads"] // 2
+    amax, hooks = {}, []
+    for l in range(SHAPE["layers"]):
+        for kind in ("k", "v"):
+            mod = model.get_submodule(f"model.layers.{l}.self_attn.{kind}_proj")
+            def hook(m, _inp, out, key=(l, kind)):
+                x = out.reshape(*out.shape[:-1], -1, 2 * half)
+                if key[1] == "k":
+                    x = torch.sqrt(x[..., :half] ** 2 + x[..., half:] ** 2)
+                amax[key] = max(amax.get(key, 0.0), x.abs().max().item())
+            hooks.append(mod.register_forward_hook(hook))
+    with torch.no_grad():
+        model.generate(torch.tensor(prompts), max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=0)
+    for h in hooks:
+        h.remove()
+    return amax
+
+
+def write_ct_kv(out, prompts):
+    """ct_channel's tensors and config plus kv_cache_scheme and per-layer k_scale / v_scale."""
+    from safetensors.torch import load_file
+    tensors = load_file(os.path.join(out, "ct_channel", "model.safetensors"))
+    amax = kv_amax(os.path.join(out, "twin_fp32"), prompts)
+    for l in range(SHAPE["layers"]):
+        for kind in ("k", "v"):
+            scale = torch.tensor([amax[(l, kind)] / FP8_MAX], dtype=torch.float32)
+            tensors[f"model.layers.{l}.self_attn.{kind}_scale"] = scale.reshape(()) if l == 1 else scale
+    quant = ct_config("channel", False)
+    quant["kv_cache_scheme"] = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "tensor",
+                                "dynamic": False, "group_size": None, "block_structure": None,
+                                "observer": "minmax", "actorder": None}
+    save(out, "ct_kv", tensors, quant)
+    print("ct_kv scales:", {f"{l}.{k}": v / FP8_MAX for (l, k), v in sorted(amax.items())})
+
+
 def greedy_ids(d, prompts):
     from transformers import AutoModelForCausalLM
     model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
@@ -126,11 +170,18 @@ def greedy_ids(d, prompts):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "data", "fp8")
+    args = sys.argv[1:]
+    only = None
+    if args[:1] == ["--only"]:
+        only, args = args[1], args[2:]
+    out = args[0] if args else os.path.join(os.path.dirname(__file__), "..", "tests", "data", "fp8")
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(15)
     dense = random_model(gen)
     prompts = torch.randint(3, SHAPE["vocab"], (PROMPTS, PROMPT_LEN), generator=gen).tolist()
+    if only == "ct_kv":
+        write_ct_kv(out, prompts)
+        return
 
     channel, twin = dict(dense), dict(dense)
     for n in linear_names():
@@ -164,6 +215,8 @@ def main():
         block[n + ".weight"], block[n + ".weight_scale_inv"] = codes, s
     dirs["fp8_block"] = save(out, "fp8_block", block, {"quant_method": "fp8", "activation_scheme": "dynamic",
                                                        "fmt": "e4m3", "weight_block_size": [128, 128]})
+
+    write_ct_kv(out, prompts)
 
     ref = {"prompts": prompts, "new_tokens": NEW_TOKENS,
            "generated": {name: greedy_ids(d, prompts) for name, d in dirs.items()}}

@@ -108,12 +108,14 @@ struct BatchInfo {
 void validate_batch(const BatchInfo& b, const char* backend);
 
 // One layer's K and V pools, shaped as kernels/cpu/attention.h describes, in the backend's memory
-// (host f32 on the CPU, the activation dtype on a GPU).
+// (host f32 on the CPU, the activation dtype on a GPU), or FP8: e4m3 codes (kU8) read as code * scale.
 struct KvLayerView {
   void* k = nullptr;
   void* v = nullptr;
   PagedKvShape shape;
   DType dtype = DType::kF32;
+  KvScales scales;  // FP8 only
+  bool fp8() const { return dtype == DType::kU8; }
 };
 
 struct AttentionConfig {
@@ -169,9 +171,14 @@ class Ops {
   // dst[:, dst_col + j] = src[:, src_col + j] for j < cols; same rows and dtype (LM-head shards).
   virtual void copy_cols(const TensorView& dst, int64_t dst_col, const TensorView& src, int64_t src_col,
                          int64_t cols) = 0;
-  // The KV pools of a stage's layers in this backend's memory and dtype, zero-filled.
-  virtual std::unique_ptr<KvCache> make_kv_cache(int first_layer, int num_layers, const PagedKvShape& shape) {
-    return std::make_unique<KvCache>(first_layer, num_layers, shape);
+  // The KV pools of a stage's layers in this backend's memory, zero-filled: in dtype() (the CPU: f32),
+  // or with fp8 as e4m3 codes (scales 1.0 until KvCache::set_scales).
+  virtual std::unique_ptr<KvCache> make_kv_cache(int first_layer, int num_layers, const PagedKvShape& shape,
+                                                 bool fp8) {
+    return std::make_unique<KvCache>(first_layer, num_layers, shape, fp8 ? DType::kU8 : DType::kF32);
+  }
+  std::unique_ptr<KvCache> make_kv_cache(int first_layer, int num_layers, const PagedKvShape& shape) {
+    return make_kv_cache(first_layer, num_layers, shape, false);
   }
 
   // The step's metadata; every op below that reads ids, positions or block tables uses the last one.

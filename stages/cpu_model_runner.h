@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "stages/backend.h"
@@ -18,13 +19,17 @@ class CpuModelRunner final : public LocalModelRunner {
  public:
   // ops: the backend (nullptr: the CPU's). Tests pass CUDA ops to run the same model on a GPU; the
   // logits then come back to the host for LocalModelRunner's sampler.
+  // kv_fp8: the KV cache holds e4m3 codes with the checkpoint's per-tensor scales (else 1.0).
   CpuModelRunner(const ModelSpec& spec, WeightSet&& weights, int num_blocks, int block_size,
-                 std::unique_ptr<Ops> ops = nullptr);
+                 std::unique_ptr<Ops> ops = nullptr, bool kv_fp8 = false);
 
   const ModelSpec& spec() const override { return spec_; }
   int num_kv_blocks() const override { return cache_->shape().num_blocks; }
   int block_size() const override { return cache_->shape().block_size; }
   void forward(const StepPlan& plan, std::vector<float>* logits) override;
+  const KvCache& kv_cache() const { return *cache_; }
+  // describe_kv_cache of the runner's cache ("" for a plain one).
+  std::string kv_cache_line() const { return describe_kv_cache(*cache_, stage_->kv_scaled_layers()); }
 
  private:
   ModelSpec spec_;
@@ -33,8 +38,9 @@ class CpuModelRunner final : public LocalModelRunner {
   std::unique_ptr<StageModel> stage_;
 };
 
-// KV blocks for the whole model: opt.num_blocks when > 0, else as many as opt.cpu_kv_cache_space_gib
-// hold. Throws when not even one block fits.
-int cpu_kv_blocks(const StageOptions& opt, const ModelSpec& spec);
+// KV blocks of `layers` layers of `kv` (its heads and head_dim, block_size from opt) on the CPU backend:
+// opt.num_blocks when > 0, else as many as opt.cpu_kv_cache_space_gib hold at fp32 (FP8: one byte) per
+// element. Throws naming `what` (the model, a stage) when not even one block fits.
+int cpu_kv_blocks(const StageOptions& opt, int layers, const PagedKvShape& kv, const std::string& what);
 
 }  // namespace conveyor

@@ -150,7 +150,8 @@ class CpuOps final : public Ops {
     check_shape(out, tokens, q.cols, "attention", "out");
     check_shape(k, tokens, static_cast<int64_t>(cfg.n_kv_heads) * cfg.head_dim, "attention", "k");
     check_shape(v, tokens, k.cols, "attention", "v");
-    CONVEYOR_CHECK(cache.dtype == DType::kF32 && cache.k && cache.v, "cpu attention: the KV cache must be host f32");
+    CONVEYOR_CHECK((cache.dtype == DType::kF32 || cache.fp8()) && cache.k && cache.v,
+                   "cpu attention: the KV cache must be host f32 or FP8, not ", dtype_name(cache.dtype));
     CONVEYOR_CHECK(cache.shape.n_kv_heads == cfg.n_kv_heads && cache.shape.head_dim == cfg.head_dim,
                    "cpu attention: the KV cache holds ", cache.shape.n_kv_heads, " heads of ", cache.shape.head_dim,
                    ", the layer has ", cfg.n_kv_heads, " of ", cfg.head_dim);
@@ -164,6 +165,11 @@ class CpuOps final : public Ops {
     ap.n_heads = cfg.n_heads;
     ap.scale = cfg.scale;
     ap.sliding_window = cfg.sliding_window;
+    if (cache.fp8()) {
+      attention_fp8_ref(out.f32(), q.f32(), k.f32(), v.f32(), static_cast<uint8_t*>(cache.k),
+                        static_cast<uint8_t*>(cache.v), ab, cache.shape, ap, cache.scales);
+      return;
+    }
     attention_ref(out.f32(), q.f32(), k.f32(), v.f32(), static_cast<float*>(cache.k), static_cast<float*>(cache.v), ab,
                   cache.shape, ap);
   }

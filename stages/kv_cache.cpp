@@ -2,6 +2,7 @@
 // that was never written is deterministic.
 #include "stages/kv_cache.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <utility>
@@ -22,17 +23,37 @@ void check_geometry(int first_layer, int num_layers, const PagedKvShape& shape) 
 
 }  // namespace
 
-KvCache::KvCache(int first_layer, int num_layers, const PagedKvShape& shape)
-    : first_layer_(first_layer), num_layers_(num_layers), shape_(shape) {
+std::string kv_dtype_label(DType storage) {
+  return storage == DType::kU8 ? "fp8_e4m3" : dtype_name(storage);
+}
+
+std::string describe_kv_cache(const KvCache& cache, int layers_with_scales) {
+  const std::string layers = std::to_string(layers_with_scales) + " of " + std::to_string(cache.num_layers()) +
+                             " layers";
+  if (!cache.fp8()) {
+    if (layers_with_scales == 0) return "";
+    return "KV cache: " + kv_dtype_label(cache.dtype()) + "; the checkpoint's k_scale/v_scale (" + layers +
+           ") are unused (--kv-cache-dtype fp8 stores e4m3 with them)";
+  }
+  if (layers_with_scales == 0)
+    return "KV cache: fp8_e4m3, per-tensor k/v scales 1.0 (the checkpoint has no k_scale/v_scale; as vLLM does)";
+  return "KV cache: fp8_e4m3, per-tensor k/v scales from the checkpoint's k_scale/v_scale (" + layers + ")";
+}
+
+KvCache::KvCache(int first_layer, int num_layers, const PagedKvShape& shape, DType dtype)
+    : first_layer_(first_layer), num_layers_(num_layers), shape_(shape), dtype_(dtype) {
   check_geometry(first_layer, num_layers, shape);
+  CONVEYOR_CHECK(dtype == DType::kF32 || dtype == DType::kU8, "KV cache: host caches hold f32 or FP8 (u8 codes), not ",
+                 dtype_name(dtype));
   const size_t elems = 2 * static_cast<size_t>(num_layers) * shape.layer_elems();
-  void* p = std::calloc(elems, sizeof(float));
+  void* p = std::calloc(elems, dtype_size(dtype));
   if (!p) {
-    CONVEYOR_THROW("KV cache: cannot allocate ", format_bytes(double(elems) * sizeof(float)), " for ",
+    CONVEYOR_THROW("KV cache: cannot allocate ", format_bytes(double(elems) * dtype_size(dtype)), " for ",
                    shape.num_blocks, " blocks x ", num_layers, " layers; lower the KV cache memory or block count");
   }
   storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   elems_ = elems;
+  scales_.assign(static_cast<size_t>(num_layers), KvScales{});
 }
 
 KvCache::KvCache(int first_layer, int num_layers, const PagedKvShape& shape, DType dtype,
@@ -42,6 +63,13 @@ KvCache::KvCache(int first_layer, int num_layers, const PagedKvShape& shape, DTy
   check_geometry(first_layer, num_layers, shape);
   CONVEYOR_CHECK(storage_ != nullptr, "KV cache: no storage given for ", num_layers, " layers");
   elems_ = 2 * static_cast<size_t>(num_layers) * shape.layer_elems();
+  scales_.assign(static_cast<size_t>(num_layers), KvScales{});
+}
+
+void KvCache::set_scales(int layer, const KvScales& s) {
+  CONVEYOR_CHECK(std::isfinite(s.k) && s.k > 0.f && std::isfinite(s.v) && s.v > 0.f, "KV cache: layer ", layer,
+                 " needs finite, positive FP8 scales, got k_scale ", s.k, " and v_scale ", s.v);
+  scales_[index(layer)] = s;
 }
 
 float* KvCache::host_f32(void* p) const {
@@ -50,15 +78,17 @@ float* KvCache::host_f32(void* p) const {
   return static_cast<float*>(p);
 }
 
-size_t KvCache::offset(int layer, int which) const {
+size_t KvCache::index(int layer) const {
   CONVEYOR_CHECK(layer >= first_layer_ && layer < first_layer_ + num_layers_, "KV cache: layer ", layer,
                  " is not held by this stage (it holds layers [", first_layer_, ", ", first_layer_ + num_layers_,
                  "))");
-  return (2 * static_cast<size_t>(layer - first_layer_) + which) * shape_.layer_elems();
+  return static_cast<size_t>(layer - first_layer_);
 }
 
+size_t KvCache::offset(int layer, int which) const { return (2 * index(layer) + which) * shape_.layer_elems(); }
+
 size_t KvCache::bytes_per_block(int num_layers, int block_size, int n_kv_heads, int head_dim, size_t elem_bytes) {
-  return 2 * static_cast<size_t>(num_layers) * block_size * n_kv_heads * head_dim * elem_bytes;
+  return static_cast<size_t>(block_size) * kv_bytes_per_token(num_layers, n_kv_heads, head_dim, elem_bytes);
 }
 
 int KvCache::blocks_that_fit(size_t budget_bytes, int num_layers, int block_size, int n_kv_heads, int head_dim,

@@ -14,14 +14,14 @@
 namespace conveyor {
 namespace {
 
-constexpr int kFields = 15;
+constexpr int kFields = 17;
 constexpr int kHostChars = 64;
 
 std::array<double, kFields> pack(const MemoryRow& r) {
   return {static_cast<double>(r.rank), static_cast<double>(r.stage), static_cast<double>(r.tp_rank),
           static_cast<double>(r.device), r.total, r.allowed, r.in_use, r.weights, r.activations, r.sampling,
           r.graphs, r.margin, static_cast<double>(r.kv_blocks), r.kv_block_bytes,
-          static_cast<double>(r.ranks_on_device)};
+          static_cast<double>(r.ranks_on_device), static_cast<double>(r.kv_elem_bytes), r.fp8_weights ? 1.0 : 0.0};
 }
 
 MemoryRow unpack(const double* f, const char* host) {
@@ -41,6 +41,8 @@ MemoryRow unpack(const double* f, const char* host) {
   r.kv_blocks = static_cast<long long>(f[12]);
   r.kv_block_bytes = f[13];
   r.ranks_on_device = static_cast<int>(f[14]);
+  r.kv_elem_bytes = static_cast<int>(f[15]);
+  r.fp8_weights = f[16] != 0.0;
   r.host.assign(host, strnlen(host, kHostChars));
   return r;
 }
@@ -49,6 +51,17 @@ std::string gib(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f", bytes / (1024.0 * 1024.0 * 1024.0));
   return buf;
+}
+
+// What the weights and the KV cache are stored as (every rank runs the same options: the first row's).
+std::string storage_line(const std::vector<MemoryRow>& rows) {
+  if (rows.empty()) return "";
+  const MemoryRow& r = rows.front();
+  const std::string kv = r.kv_elem_bytes == 1 ? "fp8_e4m3 (1 byte per element)"
+                                              : std::to_string(r.kv_elem_bytes * 8) + "-bit (" +
+                                                    std::to_string(r.kv_elem_bytes) + " bytes per element)";
+  return std::string("weights: ") + (r.fp8_weights ? "fp8_e4m3 layer linears" : "16-bit") + "; KV cache: " + kv +
+         ", " + format_bytes(r.kv_block_bytes) + " per block\n";
 }
 
 }  // namespace
@@ -68,7 +81,7 @@ std::string format_memory_table(const std::vector<MemoryRow>& rows, double utili
     std::snprintf(head, sizeof(head), "GPU memory per rank (GiB; usable = cache.gpu_memory_utilization %.2f x total%s):\n",
                   utilization, shared ? " / the ranks sharing the GPU; in use: their share" : "");
   }
-  std::string out = head + std::string(line);
+  std::string out = head + storage_line(rows) + std::string(line);
   bool short_of_room = false;
   for (const MemoryRow& r : rows) {
     const bool fits = r.kv_blocks > 0;

@@ -1,6 +1,7 @@
 // Start-up memory plan of every GPU rank and the table printed when a layout does not fit: each rank
 // computes its row (what its KV budget was derived from), all rows are gathered, and if any rank has
 // no room for a KV block every rank fails with the same per-rank table, before any weight is uploaded.
+// The table's head names the weights' and the KV cache's storage (FP8 or 16-bit).
 #pragma once
 
 #include <string>
@@ -25,6 +26,8 @@ struct MemoryRow {
   long long kv_blocks = 0; // what is left, in KV blocks (0 or less: does not fit)
   double kv_block_bytes = 0;
   int ranks_on_device = 1;  // ranks sharing this GPU; `allowed` is this rank's share
+  int kv_elem_bytes = 2;    // a cached K or V element: 1 for the FP8 (e4m3) KV cache
+  bool fp8_weights = false; // layer linears held as e4m3 codes + scales
 
   double reserved() const { return weights + activations + sampling + graphs + margin; }
   double left() const { return allowed - in_use - reserved(); }

@@ -12,6 +12,7 @@
 #include "runtime/core/strings.h"
 #include "runtime/model/weights_layout.h"
 #include "stages/decode_buckets.h"
+#include "stages/kv_cache.h"
 
 namespace conveyor {
 
@@ -19,6 +20,11 @@ double layer_params(const ModelSpec& s) {
   double attn = static_cast<double>(s.hidden) * (s.q_size() + 2 * s.kv_size()) + s.q_size() * s.hidden;
   double mlp = 3.0 * s.hidden * s.intermediate;
   return attn + mlp + 2.0 * s.hidden;
+}
+
+double kv_layer_token_bytes(const ModelSpec& s, int tensor, int kv_dtype_bytes) {
+  return static_cast<double>(kv_bytes_per_token(1, static_cast<int>(kv_heads_per_rank(s, tensor)),
+                                                static_cast<int>(s.head_dim), static_cast<size_t>(kv_dtype_bytes)));
 }
 
 namespace {
@@ -88,7 +94,7 @@ DecodeParts layer_parts(const ModelSpec& s, const Workload& w, const DeviceCeili
 }
 
 double decode_kv_bytes(const ModelSpec& s, const Workload& w, double tokens) {
-  return tokens * w.context * 2.0 * kv_heads_per_rank(s, w.tensor) * s.head_dim * w.kv_dtype_bytes;
+  return tokens * w.context * kv_layer_token_bytes(s, w.tensor, w.kv_dtype_bytes);
 }
 
 DecodeParts measured_layer(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
@@ -117,7 +123,7 @@ double layer_time(const ModelSpec& s, const Workload& w, const DeviceCeilings& d
   double params = layer_params(s) / w.tensor;
   double attn_flops = 4.0 * tokens * w.context * s.heads * s.head_dim / w.tensor;
   double flops = 2.0 * tokens * params + attn_flops;
-  double kv_read = tokens * w.context * 2.0 * kv_heads_per_rank(s, w.tensor) * s.head_dim * w.kv_dtype_bytes;
+  double kv_read = tokens * w.context * kv_layer_token_bytes(s, w.tensor, w.kv_dtype_bytes);
   double bytes = params * w.dtype_bytes + kv_read;
   return roofline(flops, bytes, dev);
 }
@@ -233,7 +239,7 @@ PartitionPlan plan_partition(const ModelSpec& spec, const Workload& w, const Dev
   PartitionPlan plan;
   double layer_w = layer_params(spec) / w.tensor * w.dtype_bytes;
   double head_w = static_cast<double>(spec.vocab) * spec.hidden / w.tensor * w.dtype_bytes;
-  double kv_per_layer_token = 2.0 * kv_heads_per_rank(spec, w.tensor) * spec.head_dim * w.kv_dtype_bytes;
+  double kv_per_layer_token = kv_layer_token_bytes(spec, w.tensor, w.kv_dtype_bytes);
   int layer = 0;
   double t_max = 0, t_sum = 0;
   for (int s = 0; s < P; ++s) {
@@ -265,12 +271,18 @@ PartitionPlan plan_partition(const ModelSpec& spec, const Workload& w, const Dev
   return plan;
 }
 
+std::string kv_dtype_text(int kv_dtype_bytes) {
+  return kv_dtype_bytes == 1 ? "fp8_e4m3 (--kv-cache-dtype fp8)" : kv_dtype_bytes == 2 ? "bf16/fp16" : "fp32";
+}
+
 std::string format_plan(const ModelSpec& spec, const Workload& w, const PartitionPlan& plan) {
   std::ostringstream os;
   const int M = micro_batches_for(w.micro_batches, w.pipeline);
   os << "model: " << architecture_name(spec.architecture) << ", " << spec.layers << " layers, hidden " << spec.hidden
      << ", vocab " << spec.vocab << "\nlayout: pipeline " << w.pipeline << " x tensor " << w.tensor << ", "
-     << M << " micro-batches of " << w.batch / M << " sequences, context " << w.context << "\n\n";
+     << M << " micro-batches of " << w.batch / M << " sequences, context " << w.context << "\nKV cache: "
+     << kv_dtype_text(w.kv_dtype_bytes) << ", " << format_bytes(kv_layer_token_bytes(spec, w.tensor, w.kv_dtype_bytes))
+     << " per token and layer per rank\n\n";
   os << " stage  layers       count  time share  weights/rank     KV tokens/rank  bubble\n";
   double total = 0;
   for (const auto& c : plan.stages) total += c.time_s;
@@ -418,7 +430,7 @@ LayoutPrediction predict_layout(const ModelSpec& s, const CompareWorkload& cw, i
     p.overhead_s = n * layer.small + hd.small + emb.small + dev.measured.step_overhead_s;
   } else {
     p.weights_s = (n * params + (last ? head : 0.0)) * w.dtype_bytes / dev.bandwidth;
-    p.kv_s = n * tokens * ctx * 2.0 * kv_heads_per_rank(s, tensor) * s.head_dim * w.kv_dtype_bytes / dev.bandwidth;
+    p.kv_s = n * tokens * ctx * kv_layer_token_bytes(s, tensor, w.kv_dtype_bytes) / dev.bandwidth;
     p.overhead_s = dev.measured.step_overhead_s;
   }
   p.allreduce_s = 2.0 * n * lt.allreduce + (busiest == 0 ? lt.allreduce : 0.0) + (last ? lt.gather : 0.0);

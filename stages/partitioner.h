@@ -36,7 +36,7 @@ struct Workload {
   int tensor = 1;
   int micro_batches = 0;      // 0: = pipeline
   int dtype_bytes = 2;        // weights and activations
-  int kv_dtype_bytes = 2;
+  int kv_dtype_bytes = 2;     // a cached K or V element: 1 with --kv-cache-dtype fp8 (StageOptions::kv_elem_bytes)
 };
 
 // Link costs for the layout prediction: `conveyor doctor --output-json` measures them; the defaults are
@@ -66,6 +66,10 @@ struct PartitionPlan {
 
 // Weights of one decoder layer (attention, MLP, its two norms), in parameters.
 double layer_params(const ModelSpec& spec);
+// K and V bytes one token takes in one layer on one of `tensor` TP ranks (kv_bytes_per_token of kv_cache.h).
+double kv_layer_token_bytes(const ModelSpec& spec, int tensor, int kv_dtype_bytes);
+// "fp8_e4m3 (--kv-cache-dtype fp8)", "bf16/fp16" or "fp32" for a KV element of that many bytes.
+std::string kv_dtype_text(int kv_dtype_bytes);
 
 // Predicted decode time of one layer for `tokens` sequences at `context` (one TP rank).
 double layer_time(const ModelSpec& spec, const Workload& w, const DeviceCeilings& dev, double tokens);

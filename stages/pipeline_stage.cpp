@@ -21,6 +21,7 @@
 #include "runtime/dist/world_config.h"
 #include "runtime/model/weight_loader.h"
 #include "stages/architecture.h"
+#include "stages/cpu_model_runner.h"
 #include "stages/cpu_ops.h"
 #include "stages/memory_table.h"
 #include "stages/layout_plan.h"
@@ -58,8 +59,8 @@ void wait_politely(CommRequest& request) {
 }  // namespace
 
 PipelineStage::PipelineStage(const ModelSpec& spec, const WeightShare& share, WeightSet&& weights,
-                             std::unique_ptr<Ops> ops, const PagedKvShape& kv_shape, int stage, int num_stages,
-                             StageLinks links, std::unique_ptr<StageSampler> sampler)
+                             std::unique_ptr<Ops> ops, const PagedKvShape& kv_shape, bool kv_fp8, int stage,
+                             int num_stages, StageLinks links, std::unique_ptr<StageSampler> sampler)
     : spec_(spec), stage_(stage), num_stages_(num_stages), tp_rank_(share.tp_rank), links_(links), ops_(std::move(ops)),
       sampler_(std::move(sampler)) {
   CONVEYOR_CHECK(num_stages == 1 || (links.pipeline && links.pipeline_ctl), "stage ", stage, " of ", num_stages,
@@ -67,7 +68,7 @@ PipelineStage::PipelineStage(const ModelSpec& spec, const WeightShare& share, We
   CONVEYOR_CHECK(share.tp_size == 1 || (links.tensor && links.tensor_ctl), "stage ", stage,
                  ": tensor parallelism needs its communicators");
   cache_ = ops_->make_kv_cache(static_cast<int>(share.first_layer),
-                               static_cast<int>(share.last_layer - share.first_layer), kv_shape);
+                               static_cast<int>(share.last_layer - share.first_layer), kv_shape, kv_fp8);
   if (is_last() && tp_rank_ == 0 && !sampler_) sampler_ = make_cpu_stage_sampler(spec_.vocab);
   model_ = std::make_unique<StageModel>(spec_, share, std::move(weights), *ops_, *cache_, links.tensor);
 }
@@ -307,20 +308,6 @@ void PipelineStage::shutdown() {
 
 namespace {
 
-// This rank's KV blocks on the CPU backend: cache.num_blocks, else what cache.cpu_kv_cache_space holds.
-long long cpu_stage_kv_blocks(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, int kv_heads) {
-  const int layers = static_cast<int>(share.last_layer - share.first_layer);
-  long long blocks = opt.num_blocks;
-  if (blocks <= 0) {
-    const double gib = opt.cpu_kv_cache_space_gib;
-    const auto budget = static_cast<size_t>(gib * 1024.0 * 1024.0 * 1024.0);
-    blocks = KvCache::blocks_that_fit(budget, layers, opt.block_size, kv_heads, static_cast<int>(spec.head_dim));
-    CONVEYOR_CHECK(blocks > 0, "cache.cpu_kv_cache_space = ", gib, " GiB holds no KV block of ", opt.block_size,
-                   " tokens for ", share.describe(), "; raise it or set cache.num_blocks");
-  }
-  return blocks;
-}
-
 // Every rank must address the same block ids: the minimum over the world.
 int agreed_kv_blocks(long long blocks) {
   long long agreed = 0;
@@ -396,11 +383,14 @@ PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& mode
 #endif
   } else {
     ops = make_cpu_ops();
-    blocks = cpu_stage_kv_blocks(opt, spec, share, kv.n_kv_heads);
+    blocks = cpu_kv_blocks(opt, static_cast<int>(share.last_layer - share.first_layer), kv, share.describe());
   }
   kv.num_blocks = agreed_kv_blocks(blocks);
-  parts.stage = std::make_unique<PipelineStage>(spec, share, std::move(weights), std::move(ops), kv, me.stage,
-                                                layout.pipeline, links, std::move(sampler));
+  parts.stage = std::make_unique<PipelineStage>(spec, share, std::move(weights), std::move(ops), kv, opt.kv_fp8(),
+                                                me.stage, layout.pipeline, links, std::move(sampler));
+  // Stage 0's layers speak for all: a checkpoint has KV scales for every layer or none.
+  const std::string kv_line = parts.stage->kv_cache_line();
+  if (world.rank() == 0 && !kv_line.empty()) spdlog::info("{}", kv_line);
   parts.stage->set_cuda_graphs(opt.cuda_graphs);
   parts.stage->set_profile_step(opt.profile_step);
   parts.micro_batches = micro_batches_for(opt.micro_batches, layout.pipeline);

@@ -44,8 +44,9 @@ struct StageLinks {
 class PipelineStage {
  public:
   // sampler: used on the last stage's tp rank 0 only (nullptr there: the CPU sampler over host logits).
+  // kv_fp8: the KV cache holds e4m3 codes with the checkpoint's per-tensor scales (else 1.0).
   PipelineStage(const ModelSpec& spec, const WeightShare& share, WeightSet&& weights, std::unique_ptr<Ops> ops,
-                const PagedKvShape& kv_shape, int stage, int num_stages, StageLinks links,
+                const PagedKvShape& kv_shape, bool kv_fp8, int stage, int num_stages, StageLinks links,
                 std::unique_ptr<StageSampler> sampler = nullptr);
   ~PipelineStage();
 
@@ -53,6 +54,8 @@ class PipelineStage {
   const ModelSpec& spec() const { return spec_; }
   int num_kv_blocks() const { return cache_->shape().num_blocks; }
   int block_size() const { return cache_->shape().block_size; }
+  // The start-up line on this stage's KV cache and its scales (describe_kv_cache; "" for a plain one).
+  std::string kv_cache_line() const { return describe_kv_cache(*cache_, model_->kv_scaled_layers()); }
   int num_stages() const { return num_stages_; }
   int stage() const { return stage_; }
   // The spans so far; device spans are read (waiting for the device) on each call.

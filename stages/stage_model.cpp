@@ -6,8 +6,26 @@
 #include <utility>
 
 #include "runtime/core/error.h"
+#include "runtime/model/weights_kv_scales.h"
 
 namespace conveyor {
+namespace {
+
+// The checkpoint's per-tensor K/V scales of the stage's layers, taken whatever the cache holds (a
+// checkpoint with them loads with any KV dtype); an FP8 cache uses them. Returns the layers that had them.
+int take_kv_scales(WeightBank& bank, KvCache& cache, const WeightShare& share) {
+  int scaled = 0;
+  for (int64_t l = share.first_layer; l < share.last_layer; ++l) {
+    const std::string k = kv_scale_entry(l, KvScaleKind::kK), v = kv_scale_entry(l, KvScaleKind::kV);
+    if (!bank.has(k) && !bank.has(v)) continue;
+    const KvScales scales{bank.take_scalar(k), bank.take_scalar(v)};
+    if (cache.fp8()) cache.set_scales(static_cast<int>(l), scales);
+    ++scaled;
+  }
+  return scaled;
+}
+
+}  // namespace
 
 BatchInfo make_batch_info(const StepPlan& plan, int block_size, bool with_token_ids) {
   BatchInfo b;
@@ -62,11 +80,12 @@ StageModel::StageModel(const ModelSpec& spec, const WeightShare& share, WeightSe
     final_norm_ = bank.take("final_norm");
     lm_head_ = ParallelLmHead(bank.take("lm_head"), traits_.vocab, tp);
   }
+  kv_scaled_layers_ = take_kv_scales(bank, cache, share);
   bank.finish();
 }
 
 KvLayerView StageModel::kv_view(int layer) const {
-  return KvLayerView{cache_.k_data(layer), cache_.v_data(layer), cache_.shape(), cache_.dtype()};
+  return KvLayerView{cache_.k_data(layer), cache_.v_data(layer), cache_.shape(), cache_.dtype(), cache_.scales(layer)};
 }
 
 Tensor StageModel::run(const StepPlan& plan, const Tensor& input, Tensor* logits) {

@@ -47,6 +47,8 @@ class StageModel {
   // buffers: valid until the next step of this stage (consumers are ordered on the ops' stream).
   void set_graphs(bool on) { graphs_on_ = on; }
   size_t num_graphs() const { return graphs_.size(); }
+  // Layers whose per-tensor K/V scales came from the checkpoint (an FP8 cache uses 1.0 for the others).
+  int kv_scaled_layers() const { return kv_scaled_layers_; }
 
  private:
   KvLayerView kv_view(int layer) const;
@@ -65,6 +67,7 @@ class StageModel {
   Communicator* tp_ = nullptr;
   bool graphs_on_ = true;
   DecodeGraphs graphs_;
+  int kv_scaled_layers_ = 0;
 };
 
 }  // namespace conveyor

@@ -5,6 +5,20 @@
 #include "runtime/core/error.h"
 
 namespace conveyor {
+namespace {
+
+// vLLM's other FP8 KV choices are refused by name, with why, rather than run as something else.
+void check_kv_cache_dtype(const std::string& d) {
+  const char* why = d == "fp8_e5m2"     ? "conveyor stores FP8 KV as e4m3 (3 mantissa bits and a per-tensor scale, "
+                                          "what FP8 checkpoints calibrate their k_scale/v_scale for); e5m2 trades "
+                                          "that precision for a range the scales already give"
+                    : d == "fp8_inc"    ? "it is Intel Gaudi's FP8 KV format"
+                    : d == "fp8_ds_mla" ? "it is the DeepSeek MLA cache layout, for models conveyor does not run"
+                                        : nullptr;
+  if (why) CONVEYOR_THROW("cache.kv_cache_dtype = ", d, " is not supported: ", why, "; use fp8 (= fp8_e4m3) or auto");
+}
+
+}  // namespace
 
 StageOptions StageOptions::from_config(const Config& c) {
   StageOptions o;
@@ -21,10 +35,7 @@ StageOptions StageOptions::from_config(const Config& c) {
   o.gpu_memory_utilization = c.get_float("cache.gpu_memory_utilization");
   o.gpu_memory_utilization_per_rank = c.get_float("cache.gpu_memory_utilization_per_rank");
   o.kv_cache_dtype = c.get_string("cache.kv_cache_dtype");
-  // Refused here rather than ignored: a run asked for FP8 KV must not silently keep 16-bit KV.
-  CONVEYOR_CHECK(o.kv_cache_dtype != "fp8" && o.kv_cache_dtype != "fp8_e4m3", "cache.kv_cache_dtype = ",
-                 o.kv_cache_dtype, ": the FP8 KV cache is not implemented yet (FP8 weights are: --quantization fp8); ",
-                 "use auto");
+  check_kv_cache_dtype(o.kv_cache_dtype);
   o.quantization = c.get_string("model.quantization");
   o.dtype = c.get_string("model.dtype");
   o.max_model_len = c.get_int("model.max_model_len");

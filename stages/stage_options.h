@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/dtype.h"
 #include "runtime/model/weight_loader.h"
 
 namespace conveyor {
@@ -29,7 +30,7 @@ struct StageOptions {
   double cpu_kv_cache_space_gib = 4.0;  // cache.cpu_kv_cache_space
   double gpu_memory_utilization = 0.9;  // cache.gpu_memory_utilization
   double gpu_memory_utilization_per_rank = 0;  // cache.gpu_memory_utilization_per_rank (0: unset)
-  std::string kv_cache_dtype = "auto";  // cache.kv_cache_dtype
+  std::string kv_cache_dtype = "auto";  // cache.kv_cache_dtype (fp8_e5m2 and other FP8 flavours refused)
   // model.*
   std::string dtype = "auto";  // model.dtype (CUDA backend)
   int64_t max_model_len = 0;   // model.max_model_len (0: the model's context length)
@@ -45,6 +46,13 @@ struct StageOptions {
   double gpu_share(int ranks_on_device) const;
   // The spec with model.quantization applied (what every stage builds, plans and loads).
   ModelSpec quantized(const ModelSpec& spec) const;
+  // cache.kv_cache_dtype fp8 / fp8_e4m3: K and V stored as e4m3 codes with per-tensor scales.
+  bool kv_fp8() const { return kv_cache_dtype == "fp8" || kv_cache_dtype == "fp8_e4m3"; }
+  // What one cached K or V element takes next to activations of `activations`: 1 byte for FP8, else the
+  // activation size (the CUDA stage checks the other choices against model.dtype; the CPU keeps fp32).
+  // The one place a KV element size is decided: the caches, the memory plans and the partitioner ask it.
+  size_t kv_elem_bytes(DType activations) const { return kv_fp8() ? 1 : dtype_size(activations); }
+  DType kv_storage(DType activations) const { return kv_fp8() ? DType::kU8 : activations; }
 };
 
 }  // namespace conveyor

@@ -25,6 +25,14 @@ Tensor WeightBank::take(const std::string& name) {
   return ops_.adopt(std::move(t));
 }
 
+float WeightBank::take_scalar(const std::string& name) {
+  const HostTensor& h = peek(name);
+  CONVEYOR_CHECK(h.numel() == 1, "weight '", name, "' holds ", h.numel(), " values, expected one (a per-tensor scale)");
+  const HostTensor t = weights_.materialize(name);
+  weights_.erase(name);
+  return t.data.at(0);
+}
+
 namespace {
 
 std::string shape_text(const std::vector<int64_t>& s) {

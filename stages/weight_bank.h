@@ -24,6 +24,8 @@ class WeightBank {
   // Name, shapes and split of a weight not yet taken; no data (nothing is read).
   const HostTensor& peek(const std::string& name) const;
   Tensor take(const std::string& name);
+  // A one-element weight (a per-tensor scale) read into host memory, not handed to the backend.
+  float take_scalar(const std::string& name);
   // Concatenation of weights along their first dimension, read straight into one buffer, for one
   // GEMM (gate|up, q|k|v): all 2-D with equal columns ([sum rows, cols]) or all 1-D ([sum n]).
   Tensor take_concat_rows(const std::vector<std::string>& names);

@@ -1,5 +1,6 @@
 // Paged attention reference (see attention.h). Two-pass softmax per (token, head): scores into a
-// per-thread buffer sized to the longest context of the batch, max subtracted, fp32 throughout.
+// per-thread buffer sized to the longest context of the batch, max subtracted, fp32 throughout. The
+// fp32 and FP8 caches share one implementation: only how a cached row becomes fp32 differs.
 // All checks run before the parallel region so no exception escapes an OpenMP thread.
 #include "kernels/cpu/attention.h"
 
@@ -9,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/fp8.h"
 #include "runtime/core/error.h"
 
 namespace conveyor {
@@ -62,13 +64,35 @@ inline float dot(const float* a, const float* b, int n) {
   return acc;
 }
 
-// One query head of one token over positions [lo, hi] of its sequence.
-void attend_one(float* out, const float* q, const float* k_cache, const float* v_cache, const int32_t* table,
-                int kv_head, int lo, int hi, const PagedKvShape& s, float scale, float* scores) {
+// Cached rows as fp32: an fp32 pool hands out its rows; an FP8 pool decodes a row's codes (code *
+// scale) into the caller's scratch, so both run the same arithmetic on the same values.
+struct F32Rows {
+  const float* cache;
+  const float* row(size_t off, int d, float* scratch) const {
+    (void)d;
+    (void)scratch;
+    return cache + off;
+  }
+};
+
+struct Fp8Rows {
+  const uint8_t* cache;
+  float scale;
+  const float* row(size_t off, int d, float* scratch) const {
+    const float* table = fp8_e4m3_table();
+    for (int i = 0; i < d; ++i) scratch[i] = table[cache[off + i]] * scale;
+    return scratch;
+  }
+};
+
+// One query head of one token over positions [lo, hi] of its sequence. scratch: head_dim floats.
+template <typename Rows>
+void attend_one(float* out, const float* q, const Rows& k_rows, const Rows& v_rows, const int32_t* table, int kv_head,
+                int lo, int hi, const PagedKvShape& s, float scale, float* scores, float* scratch) {
   const int d = s.head_dim;
   float m = -std::numeric_limits<float>::infinity();
   for (int p = lo; p <= hi; ++p) {
-    const float sc = dot(q, k_cache + cache_offset(table, p, kv_head, s), d) * scale;
+    const float sc = dot(q, k_rows.row(cache_offset(table, p, kv_head, s), d, scratch), d) * scale;
     scores[p - lo] = sc;
     m = std::max(m, sc);
   }
@@ -81,7 +105,7 @@ void attend_one(float* out, const float* q, const float* k_cache, const float* v
   std::fill(out, out + d, 0.f);
   for (int p = lo; p <= hi; ++p) {
     const float w = scores[p - lo];
-    const float* vr = v_cache + cache_offset(table, p, kv_head, s);
+    const float* vr = v_rows.row(cache_offset(table, p, kv_head, s), d, scratch);
 #pragma omp simd
     for (int i = 0; i < d; ++i) out[i] += w * vr[i];
   }
@@ -89,31 +113,24 @@ void attend_one(float* out, const float* q, const float* k_cache, const float* v
   for (int i = 0; i < d; ++i) out[i] *= inv;
 }
 
-}  // namespace
-
-void write_kv_cache_ref(float* k_cache, float* v_cache, const float* k, const float* v, const AttentionBatch& batch,
-                        const PagedKvShape& shape) {
-  check_shape(shape);
-  check_batch(batch, shape);
-  const size_t row = shape.token_elems();
-  for (int seq = 0; seq < batch.num_seqs; ++seq) {
-    const int32_t* table = batch.block_tables + static_cast<size_t>(seq) * batch.max_blocks_per_seq;
-    for (int t = batch.query_start[seq]; t < batch.query_start[seq + 1]; ++t) {
-      const size_t dst = cache_offset(table, batch.positions[t], 0, shape);
-      std::memcpy(k_cache + dst, k + static_cast<size_t>(t) * row, row * sizeof(float));
-      std::memcpy(v_cache + dst, v + static_cast<size_t>(t) * row, row * sizeof(float));
-    }
-  }
-}
-
-void paged_attention_ref(float* out, const float* q, const float* k_cache, const float* v_cache,
-                         const AttentionBatch& batch, const PagedKvShape& shape, const AttentionParams& params) {
+void check_params(const PagedKvShape& shape, const AttentionParams& params) {
   check_shape(shape);
   CONVEYOR_CHECK(params.n_heads > 0 && params.n_heads % shape.n_kv_heads == 0, "attention: n_heads ",
                  params.n_heads, " is not a positive multiple of n_kv_heads ", shape.n_kv_heads);
   CONVEYOR_CHECK(params.scale > 0.f && std::isfinite(params.scale), "attention: scale must be > 0, got ",
                  params.scale);
   CONVEYOR_CHECK(params.sliding_window >= 0, "attention: sliding_window must be >= 0, got ", params.sliding_window);
+}
+
+void check_scales(const KvScales& s) {
+  CONVEYOR_CHECK(std::isfinite(s.k) && s.k > 0.f && std::isfinite(s.v) && s.v > 0.f,
+                 "attention: FP8 KV scales must be finite and > 0, got k_scale ", s.k, ", v_scale ", s.v);
+}
+
+template <typename Rows>
+void paged_attention_impl(float* out, const float* q, const Rows& k_rows, const Rows& v_rows,
+                          const AttentionBatch& batch, const PagedKvShape& shape, const AttentionParams& params) {
+  check_params(shape, params);
   const int longest = check_batch(batch, shape);
   const int tokens = batch.tokens();
   const int n_heads = params.n_heads;
@@ -129,6 +146,7 @@ void paged_attention_ref(float* out, const float* q, const float* k_cache, const
 #pragma omp parallel if (work * longest > 4096)
   {
     std::vector<float> scores(static_cast<size_t>(std::max(longest, 1)));
+    std::vector<float> scratch(static_cast<size_t>(d));
 #pragma omp for schedule(dynamic, 4)
     for (long long i = 0; i < work; ++i) {
       const int t = static_cast<int>(i / n_heads);
@@ -137,16 +155,68 @@ void paged_attention_ref(float* out, const float* q, const float* k_cache, const
       const int lo = params.sliding_window > 0 ? std::max(0, pos - params.sliding_window + 1) : 0;
       const int32_t* table = batch.block_tables + static_cast<size_t>(seq_of[t]) * batch.max_blocks_per_seq;
       const size_t off = (static_cast<size_t>(t) * n_heads + h) * d;
-      attend_one(out + off, q + off, k_cache, v_cache, table, h / group, lo, pos, shape, params.scale,
-                 scores.data());
+      attend_one(out + off, q + off, k_rows, v_rows, table, h / group, lo, pos, shape, params.scale, scores.data(),
+                 scratch.data());
     }
   }
+}
+
+// Calls store(cache offset of token t's row, t) for every new token, after checking everything.
+template <typename Store>
+void for_each_new_row(const AttentionBatch& batch, const PagedKvShape& shape, Store store) {
+  check_shape(shape);
+  check_batch(batch, shape);
+  for (int seq = 0; seq < batch.num_seqs; ++seq) {
+    const int32_t* table = batch.block_tables + static_cast<size_t>(seq) * batch.max_blocks_per_seq;
+    for (int t = batch.query_start[seq]; t < batch.query_start[seq + 1]; ++t)
+      store(cache_offset(table, batch.positions[t], 0, shape), static_cast<size_t>(t));
+  }
+}
+
+}  // namespace
+
+void write_kv_cache_ref(float* k_cache, float* v_cache, const float* k, const float* v, const AttentionBatch& batch,
+                        const PagedKvShape& shape) {
+  const size_t row = shape.token_elems();
+  for_each_new_row(batch, shape, [&](size_t dst, size_t t) {
+    std::memcpy(k_cache + dst, k + t * row, row * sizeof(float));
+    std::memcpy(v_cache + dst, v + t * row, row * sizeof(float));
+  });
+}
+
+void paged_attention_ref(float* out, const float* q, const float* k_cache, const float* v_cache,
+                         const AttentionBatch& batch, const PagedKvShape& shape, const AttentionParams& params) {
+  paged_attention_impl(out, q, F32Rows{k_cache}, F32Rows{v_cache}, batch, shape, params);
 }
 
 void attention_ref(float* out, const float* q, const float* k, const float* v, float* k_cache, float* v_cache,
                    const AttentionBatch& batch, const PagedKvShape& shape, const AttentionParams& params) {
   write_kv_cache_ref(k_cache, v_cache, k, v, batch, shape);
   paged_attention_ref(out, q, k_cache, v_cache, batch, shape, params);
+}
+
+void write_kv_cache_fp8_ref(uint8_t* k_cache, uint8_t* v_cache, const float* k, const float* v,
+                            const AttentionBatch& batch, const PagedKvShape& shape, const KvScales& scales) {
+  check_scales(scales);
+  const size_t row = shape.token_elems();
+  for_each_new_row(batch, shape, [&](size_t dst, size_t t) {
+    quantize_fp8_static_ref(k_cache + dst, k + t * row, static_cast<int64_t>(row), scales.k);
+    quantize_fp8_static_ref(v_cache + dst, v + t * row, static_cast<int64_t>(row), scales.v);
+  });
+}
+
+void paged_attention_fp8_ref(float* out, const float* q, const uint8_t* k_cache, const uint8_t* v_cache,
+                             const AttentionBatch& batch, const PagedKvShape& shape, const AttentionParams& params,
+                             const KvScales& scales) {
+  check_scales(scales);
+  paged_attention_impl(out, q, Fp8Rows{k_cache, scales.k}, Fp8Rows{v_cache, scales.v}, batch, shape, params);
+}
+
+void attention_fp8_ref(float* out, const float* q, const float* k, const float* v, uint8_t* k_cache,
+                       uint8_t* v_cache, const AttentionBatch& batch, const PagedKvShape& shape,
+                       const AttentionParams& params, const KvScales& scales) {
+  write_kv_cache_fp8_ref(k_cache, v_cache, k, v, batch, shape, scales);
+  paged_attention_fp8_ref(out, q, k_cache, v_cache, batch, shape, params, scales);
 }
 
 }  // namespace conveyor

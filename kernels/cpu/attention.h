@@ -2,7 +2,10 @@
 // Cache layout, per layer, for K and for V alike: [num_blocks, block_size, n_kv_heads, head_dim], so
 // one token's K (or V) for all its KV heads is contiguous. Position p of a sequence lives in block
 // block_table[p / block_size] at slot p % block_size. MHA, GQA and MQA: query head h reads KV head
-// h / (n_heads / n_kv_heads).
+// h / (n_heads / n_kv_heads). An FP8 cache (vLLM's --kv-cache-dtype fp8) holds e4m3 codes (one byte
+// per element, same layout) with one fp32 scale per tensor for K and one for V: a stored code is
+// e4m3(clamp(x / scale, -448, 448)) rounded to nearest even (kernels/cpu/fp8.h, NaN -> 0x7f) and reads
+// back as code * scale in fp32; attention then runs exactly as over an fp32 cache of those values.
 #pragma once
 
 #include <cstddef>
@@ -40,6 +43,12 @@ struct AttentionParams {
   int sliding_window = 0;  // > 0: a query at p sees positions (p - sliding_window, p]; 0: all
 };
 
+// The per-tensor scales of an FP8 KV cache (per layer; 1.0 when the checkpoint gives none, like vLLM).
+struct KvScales {
+  float k = 1.f;
+  float v = 1.f;
+};
+
 // Stores the new tokens' K and V at their positions. Throws (before writing anything) when a
 // position falls outside its block table or a block id outside the pool.
 void write_kv_cache_ref(float* k_cache,   // [num_blocks, block_size, n_kv_heads, head_dim]
@@ -64,5 +73,25 @@ void attention_ref(float* out,       // [tokens, n_heads, head_dim]
                    float* k_cache,   // [num_blocks, block_size, n_kv_heads, head_dim]
                    float* v_cache,   // [num_blocks, block_size, n_kv_heads, head_dim]
                    const AttentionBatch& batch, const PagedKvShape& shape, const AttentionParams& params);
+
+// FP8 twins of the three above: the caches hold e4m3 codes, written as code(x / scale) and read as
+// code * scale (fp32). Scales must be finite and > 0. paged_attention_fp8_ref equals paged_attention_ref
+// over fp32 caches holding the decoded values, bit for bit.
+void write_kv_cache_fp8_ref(uint8_t* k_cache,  // [num_blocks, block_size, n_kv_heads, head_dim] e4m3
+                            uint8_t* v_cache,  // [num_blocks, block_size, n_kv_heads, head_dim] e4m3
+                            const float* k,    // [tokens, n_kv_heads, head_dim]
+                            const float* v,    // [tokens, n_kv_heads, head_dim]
+                            const AttentionBatch& batch, const PagedKvShape& shape, const KvScales& scales);
+
+void paged_attention_fp8_ref(float* out,              // [tokens, n_heads, head_dim]
+                             const float* q,          // [tokens, n_heads, head_dim]
+                             const uint8_t* k_cache,  // [num_blocks, block_size, n_kv_heads, head_dim] e4m3
+                             const uint8_t* v_cache,  // [num_blocks, block_size, n_kv_heads, head_dim] e4m3
+                             const AttentionBatch& batch, const PagedKvShape& shape, const AttentionParams& params,
+                             const KvScales& scales);
+
+void attention_fp8_ref(float* out, const float* q, const float* k, const float* v, uint8_t* k_cache,
+                       uint8_t* v_cache, const AttentionBatch& batch, const PagedKvShape& shape,
+                       const AttentionParams& params, const KvScales& scales);
 
 }  // namespace conveyor

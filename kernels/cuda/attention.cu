@@ -3,7 +3,9 @@
 // heads of the chunk (GQA) through a per-thread cp.async pipeline in shared memory (several steps of
 // 16-byte copies in flight, no registers held), keeps an online softmax per lane group in fp32, and
 // merges its lane groups through shared memory; with several splits a reduce kernel merges the split
-// partials (flash-decoding). Sequences with several new tokens go to attention_prefill.cu.
+// partials (flash-decoding). Sequences with several new tokens go to attention_prefill.cu. An FP8
+// cache runs the same kernels with a one-byte cache element (Fp8Kv): each lane copies 8 codes (8 bytes)
+// per row and converts them to fp32 in registers.
 #include "kernels/cuda/attention.h"
 
 #include <cuda_bf16.h>
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cuda/attention_device.cuh"
 #include "runtime/core/cuda_check.h"
@@ -20,6 +23,7 @@ namespace conveyor {
 namespace {
 
 using cuda_detail::Elem;
+using cuda_detail::Fp8Kv;
 using cuda_detail::kNegInf;
 using cuda_detail::PagedAttentionArgs;
 
@@ -55,11 +59,11 @@ __device__ __forceinline__ int live_splits(const PagedAttentionArgs& a) {
 
 // ---- KV write ------------------------------------------------------------------------------------
 
-template <typename T>
+template <typename T, typename KV>
 __global__ void __launch_bounds__(kThreads)
-    write_kv_kernel(T* k_cache, T* v_cache, const T* k, const T* v, const int32_t* query_start,
+    write_kv_kernel(KV* k_cache, KV* v_cache, const T* k, const T* v, const int32_t* query_start,
                     const int32_t* positions, const int32_t* block_tables, int num_seqs, int max_blocks,
-                    int num_blocks, int block_size, long long token_elems) {
+                    int num_blocks, int block_size, long long token_elems, float k_scale, float v_scale) {
   __shared__ long long row_s;
   const int t = blockIdx.x;
   if (threadIdx.x < 32) {
@@ -74,19 +78,26 @@ __global__ void __launch_bounds__(kThreads)
   if (row < 0) return;
   const T* ks = k + t * token_elems;
   const T* vs = v + t * token_elems;
-  const bool vec = (token_elems * sizeof(T)) % 16 == 0 &&
-                   ((reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v) |
-                     reinterpret_cast<uintptr_t>(k_cache) | reinterpret_cast<uintptr_t>(v_cache)) % 16) == 0;
-  if (vec) {
-    const long long n = token_elems * sizeof(T) / 16;
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
-      reinterpret_cast<uint4*>(k_cache + row)[i] = reinterpret_cast<const uint4*>(ks)[i];
-      reinterpret_cast<uint4*>(v_cache + row)[i] = reinterpret_cast<const uint4*>(vs)[i];
+  if constexpr (!std::is_same_v<T, KV>) {  // FP8: the code of each element over its scale
+    for (long long i = threadIdx.x; i < token_elems; i += blockDim.x) {
+      cuda_detail::store_kv(k_cache + row + i, Elem<T>::to_float(ks[i]), k_scale);
+      cuda_detail::store_kv(v_cache + row + i, Elem<T>::to_float(vs[i]), v_scale);
     }
   } else {
-    for (long long i = threadIdx.x; i < token_elems; i += blockDim.x) {
-      k_cache[row + i] = ks[i];
-      v_cache[row + i] = vs[i];
+    const bool vec = (token_elems * sizeof(T)) % 16 == 0 &&
+                     ((reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v) |
+                       reinterpret_cast<uintptr_t>(k_cache) | reinterpret_cast<uintptr_t>(v_cache)) % 16) == 0;
+    if (vec) {
+      const long long n = token_elems * sizeof(T) / 16;
+      for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+        reinterpret_cast<uint4*>(k_cache + row)[i] = reinterpret_cast<const uint4*>(ks)[i];
+        reinterpret_cast<uint4*>(v_cache + row)[i] = reinterpret_cast<const uint4*>(vs)[i];
+      }
+    } else {
+      for (long long i = threadIdx.x; i < token_elems; i += blockDim.x) {
+        k_cache[row + i] = ks[i];
+        v_cache[row + i] = vs[i];
+      }
     }
   }
 }
@@ -160,9 +171,10 @@ __device__ __forceinline__ void step_blocks(StepBlocks& b, const int32_t* table,
 }
 
 // Starts the copies of one step's K and V rows into stage `stage`; returns the visible positions as
-// kUnroll bits. Rows whose block is missing or outside the pool are zero-filled, never read.
-template <typename T, int D>
-__device__ __forceinline__ unsigned issue_step(uint4* smem, int stage, const StepBlocks& b, const T* kc, const T* vc,
+// kUnroll bits. Rows whose block is missing or outside the pool are zero-filled, never read. KV: the
+// cache element (an FP8 row piece fills the low 8 bytes of its slot).
+template <typename KV, int D>
+__device__ __forceinline__ unsigned issue_step(uint4* smem, int stage, const StepBlocks& b, const KV* kc, const KV* vc,
                                                const PagedAttentionArgs& a) {
   const long long token_elems = static_cast<long long>(a.n_kv_heads) * D;
   unsigned ok = 0;
@@ -170,23 +182,23 @@ __device__ __forceinline__ unsigned issue_step(uint4* smem, int stage, const Ste
   for (int u = 0; u < kUnroll; ++u) {
     const bool valid = b.id[u] >= 0 && b.id[u] < a.num_blocks;
     const long long row = valid ? (static_cast<long long>(b.id[u]) * a.block_size + b.slot[u]) * token_elems : 0;
-    cuda_detail::cp_async16(kv_slot(smem, stage, u, 0), kc + row, valid);
-    cuda_detail::cp_async16(kv_slot(smem, stage, u, 1), vc + row, valid);
+    cuda_detail::cp_async_row8(kv_slot(smem, stage, u, 0), kc + row, valid);
+    cuda_detail::cp_async_row8(kv_slot(smem, stage, u, 1), vc + row, valid);
     ok |= static_cast<unsigned>(valid) << u;
   }
   return ok;
 }
 
 // One step of a lane group over loaded rows: the scores (reduced over the kLanesPerRow lanes of a
-// row), the softmax rescale and the V accumulation.
-template <typename T, int D, int G>
+// row), the softmax rescale and the V accumulation. KV: the cache element the rows hold.
+template <typename KV, int D, int G>
 __device__ __forceinline__ void decode_step(DecodeState<G>& st, const float (&qf)[G][8], const KvStep& r) {
   constexpr int kLanesPerRow = D / 8;
   float s[kUnroll][G];
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     float kf[8];
-    cuda_detail::unpack8<T>(r.k[u], kf);
+    cuda_detail::unpack8<KV>(r.k[u], kf);
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       float d = 0.f;
@@ -217,7 +229,7 @@ __device__ __forceinline__ void decode_step(DecodeState<G>& st, const float (&qf
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     float vf[8];
-    cuda_detail::unpack8<T>(r.v[u], vf);
+    cuda_detail::unpack8<KV>(r.v[u], vf);
 #pragma unroll
     for (int g = 0; g < G; ++g)
 #pragma unroll
@@ -256,7 +268,7 @@ __device__ __forceinline__ void decode_merge(const DecodeState<G>& st, const Pag
       sum += wgt * ml_s[g][j].y;
       o += wgt * acc_s[g][j * D + d];
     }
-    const float val = sum > 0.f ? o / sum : 0.f;
+    const float val = (sum > 0.f ? o / sum : 0.f) * a.v_scale;  // v_scale: 1 unless the cache is FP8
     if (splits == 1) {
       static_cast<T*>(a.out)[(row0 + g) * D + d] = Elem<T>::from_float(val);
     } else {
@@ -270,8 +282,9 @@ __device__ __forceinline__ void decode_merge(const DecodeState<G>& st, const Pag
 // D: head_dim (16, 32, 64, 128, 256); G: query heads per CTA. A lane group of D/8 lanes holds one K/V row
 // (8 elements per lane); the 1024/D lane groups of the CTA walk the split's positions interleaved.
 // Up to 4 heads per CTA the registers are capped at 128 so that 4 CTAs (16 warps) share an SM: the
-// step's math is latency-bound and more warps measured faster than deeper pipelines (H200).
-template <typename T, int D, int G>
+// step's math is latency-bound and more warps measured faster than deeper pipelines (H200). KV: the
+// cache element, T for a 16-bit cache, Fp8Kv for an FP8 one.
+template <typename T, typename KV, int D, int G>
 __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedAttentionArgs a) {
   constexpr int kLanesPerRow = D / 8;
   constexpr int kGroups = kWarps * (32 / kLanesPerRow);
@@ -301,8 +314,8 @@ __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedA
     for (int i = 0; i < 8; ++i) st.acc[g][i] = 0.f;
   }
   const int32_t* table = a.block_tables + static_cast<long long>(w.seq) * a.max_blocks;
-  const T* kc = static_cast<const T*>(a.k_cache) + static_cast<long long>(kvh) * D + sl * 8;
-  const T* vc = static_cast<const T*>(a.v_cache) + static_cast<long long>(kvh) * D + sl * 8;
+  const KV* kc = static_cast<const KV*>(a.k_cache) + static_cast<long long>(kvh) * D + sl * 8;
+  const KV* vc = static_cast<const KV*>(a.v_cache) + static_cast<long long>(kvh) * D + sl * 8;
   extern __shared__ uint4 smem[];
   // Step j (kStride positions) lives in stage j % kStages; its copies start kStages - 1 steps before
   // its math. Every thread commits one group per step, empty or not, so wait_group counts steps. The
@@ -318,7 +331,7 @@ __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedA
   for (int j = 0; j < kStages - 1; ++j) {
     if (j < steps) {
       step_blocks<D>(blk, table, a, first + j * kStride, w.end);
-      visible |= issue_step<T, D>(smem, j, blk, kc, vc, a) << (j * kUnroll);
+      visible |= issue_step<KV, D>(smem, j, blk, kc, vc, a) << (j * kUnroll);
     }
     cuda_detail::cp_async_commit();
   }
@@ -327,7 +340,7 @@ __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedA
     const int ahead = j + kStages - 1;
     if (ahead < steps) {
       const int sa = ahead % kStages;
-      const unsigned bits = issue_step<T, D>(smem, sa, blk, kc, vc, a);
+      const unsigned bits = issue_step<KV, D>(smem, sa, blk, kc, vc, a);
       visible = (visible & ~(kStageBits << (sa * kUnroll))) | (bits << (sa * kUnroll));
       if (ahead + 1 < steps) step_blocks<D>(blk, table, a, first + (ahead + 1) * kStride, w.end);
     }
@@ -341,7 +354,7 @@ __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedA
       r.v[u] = *kv_slot(smem, stage, u, 1);
       r.ok[u] = (visible >> (stage * kUnroll + u)) & 1u;
     }
-    decode_step<T, D, G>(st, qf, r);
+    decode_step<KV, D, G>(st, qf, r);
   }
   cuda_detail::cp_async_wait<0>();
   __syncthreads();  // the merge overwrites other threads' stages
@@ -384,31 +397,31 @@ int head_tile(int group) {
   return g;
 }
 
-template <typename T, int D, int G>
+template <typename T, typename KV, int D, int G>
 void launch_decode_g(const PagedAttentionArgs& a, cudaStream_t s) {
   const dim3 grid(a.num_tokens, a.n_kv_heads * a.chunks, a.splits);
-  decode_kernel<T, D, G><<<grid, kThreads, kDecodeSmemBytes, s>>>(a);
+  decode_kernel<T, KV, D, G><<<grid, kThreads, kDecodeSmemBytes, s>>>(a);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T, int D>
+template <typename T, typename KV, int D>
 void launch_decode_d(const PagedAttentionArgs& a, int tile, cudaStream_t s) {
   switch (tile) {
-    case 1: return launch_decode_g<T, D, 1>(a, s);
-    case 2: return launch_decode_g<T, D, 2>(a, s);
-    case 4: return launch_decode_g<T, D, 4>(a, s);
-    default: return launch_decode_g<T, D, 8>(a, s);
+    case 1: return launch_decode_g<T, KV, D, 1>(a, s);
+    case 2: return launch_decode_g<T, KV, D, 2>(a, s);
+    case 4: return launch_decode_g<T, KV, D, 4>(a, s);
+    default: return launch_decode_g<T, KV, D, 8>(a, s);
   }
 }
 
-template <typename T>
+template <typename T, typename KV>
 void launch_decode(const PagedAttentionArgs& a, int tile, cudaStream_t s) {
   switch (a.head_dim) {
-    case 16: launch_decode_d<T, 16>(a, tile, s); break;
-    case 32: launch_decode_d<T, 32>(a, tile, s); break;
-    case 64: launch_decode_d<T, 64>(a, tile, s); break;
-    case 128: launch_decode_d<T, 128>(a, tile, s); break;
-    default: launch_decode_d<T, 256>(a, tile, s); break;
+    case 16: launch_decode_d<T, KV, 16>(a, tile, s); break;
+    case 32: launch_decode_d<T, KV, 32>(a, tile, s); break;
+    case 64: launch_decode_d<T, KV, 64>(a, tile, s); break;
+    case 128: launch_decode_d<T, KV, 128>(a, tile, s); break;
+    default: launch_decode_d<T, KV, 256>(a, tile, s); break;
   }
   if (a.splits > 1) {
     decode_reduce_kernel<T><<<dim3(a.num_tokens, a.n_heads), std::min(a.head_dim, 128), 0, s>>>(a);
@@ -437,28 +450,44 @@ void check_attention_args(const AttentionBatchCuda& b, const PagedKvShape& shape
   CONVEYOR_CHECK(b.num_seqs <= 65535, "paged_attention_cuda: ", b.num_seqs, " sequences exceed 65535 per call");
 }
 
+void check_kv_format(const KvCacheFormat& kv, const char* who) {
+  if (!kv.fp8) return;
+  CONVEYOR_CHECK(std::isfinite(kv.scales.k) && kv.scales.k > 0.f && std::isfinite(kv.scales.v) && kv.scales.v > 0.f,
+                 who, ": FP8 KV scales must be finite and > 0, got k_scale ", kv.scales.k, ", v_scale ", kv.scales.v);
+}
+
 }  // namespace
 
 void write_kv_cache_cuda(void* k_cache, void* v_cache, const void* k, const void* v, const AttentionBatchCuda& b,
-                         const PagedKvShape& shape, DType dt, cudaStream_t s) {
+                         const PagedKvShape& shape, DType dt, cudaStream_t s, const KvCacheFormat& kv) {
   CONVEYOR_CHECK(shape.num_blocks > 0 && shape.block_size > 0 && shape.n_kv_heads > 0 && shape.head_dim > 0,
                  "write_kv_cache_cuda: bad KV cache shape num_blocks=", shape.num_blocks, " block_size=",
                  shape.block_size, " n_kv_heads=", shape.n_kv_heads, " head_dim=", shape.head_dim);
   CONVEYOR_CHECK(b.num_tokens >= 0 && (b.num_tokens == 0 || b.num_seqs > 0),
                  "write_kv_cache_cuda: bad batch tokens=", b.num_tokens, " seqs=", b.num_seqs);
+  check_kv_format(kv, "write_kv_cache_cuda");
   if (b.num_tokens == 0) return;
   CONVEYOR_CHECK(k_cache && v_cache && k && v && b.query_start && b.positions && b.block_tables,
                  "write_kv_cache_cuda: null pointer argument");
   const long long te = static_cast<long long>(shape.token_elems());
-#define CONVEYOR_WRITE_KV(T)                                                                                     \
-  write_kv_kernel<T><<<b.num_tokens, kThreads, 0, s>>>(                                                           \
-      static_cast<T*>(k_cache), static_cast<T*>(v_cache), static_cast<const T*>(k), static_cast<const T*>(v),   \
+#define CONVEYOR_WRITE_KV(T, KV)                                                                                 \
+  write_kv_kernel<T, KV><<<b.num_tokens, kThreads, 0, s>>>(                                                       \
+      static_cast<KV*>(k_cache), static_cast<KV*>(v_cache), static_cast<const T*>(k), static_cast<const T*>(v), \
       b.query_start, b.positions, b.block_tables, b.num_seqs, b.max_blocks_per_seq, shape.num_blocks,          \
-      shape.block_size, te)
+      shape.block_size, te, kv.scales.k, kv.scales.v)
   switch (dt) {
-    case DType::kBF16: CONVEYOR_WRITE_KV(__nv_bfloat16); break;
-    case DType::kF16: CONVEYOR_WRITE_KV(__half); break;
-    case DType::kF32: CONVEYOR_WRITE_KV(float); break;
+    case DType::kBF16:
+      if (kv.fp8) CONVEYOR_WRITE_KV(__nv_bfloat16, Fp8Kv);
+      else CONVEYOR_WRITE_KV(__nv_bfloat16, __nv_bfloat16);
+      break;
+    case DType::kF16:
+      if (kv.fp8) CONVEYOR_WRITE_KV(__half, Fp8Kv);
+      else CONVEYOR_WRITE_KV(__half, __half);
+      break;
+    case DType::kF32:
+      if (kv.fp8) CONVEYOR_WRITE_KV(float, Fp8Kv);
+      else CONVEYOR_WRITE_KV(float, float);
+      break;
     default: CONVEYOR_THROW("write_kv_cache_cuda: dtype must be bf16, f16 or f32, got ", dtype_name(dt));
   }
 #undef CONVEYOR_WRITE_KV
@@ -474,8 +503,9 @@ size_t paged_attention_workspace_bytes(int num_tokens, int n_heads, int head_dim
 
 void paged_attention_cuda(void* out, const void* q, const void* k_cache, const void* v_cache,
                           const AttentionBatchCuda& b, const PagedKvShape& shape, const AttentionParams& p,
-                          void* workspace, DType dt, cudaStream_t s) {
+                          void* workspace, DType dt, cudaStream_t s, const KvCacheFormat& kv) {
   check_attention_args(b, shape, p, dt);
+  check_kv_format(kv, "paged_attention_cuda");
   if (b.num_tokens == 0) return;
   CONVEYOR_CHECK(out && q && k_cache && v_cache && b.query_start && b.positions && b.block_tables,
                  "paged_attention_cuda: null pointer argument");
@@ -501,7 +531,10 @@ void paged_attention_cuda(void* out, const void* q, const void* k_cache, const v
   a.group = p.n_heads / shape.n_kv_heads;
   a.head_dim = shape.head_dim;
   a.window = p.sliding_window;
-  a.scale_log2 = p.scale * 1.4426950408889634f;
+  a.kv_fp8 = kv.fp8 ? 1 : 0;
+  a.k_scale = kv.fp8 ? kv.scales.k : 1.f;
+  a.v_scale = kv.fp8 ? kv.scales.v : 1.f;
+  a.scale_log2 = p.scale * a.k_scale * 1.4426950408889634f;  // q.(code * k_scale) = (q.code) * k_scale
   a.splits = choose_splits(b.num_tokens, p.n_heads, b.max_context_len);
   a.max_context = b.max_context_len_dev;
   const int tile = head_tile(a.group);
@@ -519,9 +552,11 @@ void paged_attention_cuda(void* out, const void* q, const void* k_cache, const v
   const bool prefill = b.max_query_len > 1 && cuda_detail::prefill_kernel_supports(shape.head_dim);
   a.skip_multi = prefill ? 1 : 0;
   if (dt == DType::kBF16) {
-    launch_decode<__nv_bfloat16>(a, tile, s);
+    if (kv.fp8) launch_decode<__nv_bfloat16, Fp8Kv>(a, tile, s);
+    else launch_decode<__nv_bfloat16, __nv_bfloat16>(a, tile, s);
   } else {
-    launch_decode<__half>(a, tile, s);
+    if (kv.fp8) launch_decode<__half, Fp8Kv>(a, tile, s);
+    else launch_decode<__half, __half>(a, tile, s);
   }
   if (prefill) cuda_detail::launch_prefill_attention(a, b.max_query_len, dt, s);
 }

@@ -34,14 +34,23 @@ struct AttentionBatchCuda {
   const int32_t* max_context_len_dev = nullptr;
 };
 
+// What the K/V pools hold: elements of the activation dtype dt, or (fp8) e4m3 codes with per-tensor
+// scales, written as code(x / scale) and read as code * scale in fp32, as kernels/cpu/attention.h's FP8
+// twins do (the codes bit for bit; the hardware cvt converts on sm_89+). Scales must be finite, > 0.
+struct KvCacheFormat {
+  bool fp8 = false;
+  KvScales scales;
+};
+
 // Writes k, v into the pools at their positions. A token whose position falls outside its block
 // table (entry -1, or past max_blocks_per_seq, or a block id outside the pool) is not written: the
 // kernel cannot throw, and the scheduler owns that invariant (write_kv_cache_ref checks it).
-void write_kv_cache_cuda(void* k_cache,        // [num_blocks, block_size, n_kv_heads, head_dim], dt
-                         void* v_cache,        // [num_blocks, block_size, n_kv_heads, head_dim], dt
+void write_kv_cache_cuda(void* k_cache,        // [num_blocks, block_size, n_kv_heads, head_dim], dt or e4m3
+                         void* v_cache,        // [num_blocks, block_size, n_kv_heads, head_dim], dt or e4m3
                          const void* k,        // [num_tokens, n_kv_heads, head_dim], dt
                          const void* v,        // [num_tokens, n_kv_heads, head_dim], dt
-                         const AttentionBatchCuda& b, const PagedKvShape& shape, DType dt, cudaStream_t s);
+                         const AttentionBatchCuda& b, const PagedKvShape& shape, DType dt, cudaStream_t s,
+                         const KvCacheFormat& kv = {});
 
 // Bytes of split-K partials paged_attention_cuda needs; 0 when it never splits. Monotone in every
 // argument, so a workspace sized with upper bounds (tokens, context) serves any smaller batch.
@@ -49,13 +58,16 @@ size_t paged_attention_workspace_bytes(int num_tokens, int n_heads, int head_dim
 
 // out = causal attention of q over each sequence's cached positions (<= its own position, inside the
 // sliding window when p.sliding_window > 0). The cache must already hold the new tokens.
-// dt: kBF16 or kF16. head_dim: a multiple of 8 up to 256 (64 and 128 are the tuned ones).
+// dt: kBF16 or kF16. head_dim: a multiple of 8 up to 256 (64 and 128 are the tuned ones). An FP8 cache
+// (kv.fp8) is read through the same kernels: the decode kernel converts each e4m3 row piece to fp32,
+// the prefill kernel converts its tiles to dt (exact) in shared memory; k_scale scales the scores and
+// v_scale the output.
 void paged_attention_cuda(void* out,             // [num_tokens, n_heads, head_dim], dt
                           const void* q,         // [num_tokens, n_heads, head_dim], dt
-                          const void* k_cache,   // [num_blocks, block_size, n_kv_heads, head_dim], dt
-                          const void* v_cache,   // [num_blocks, block_size, n_kv_heads, head_dim], dt
+                          const void* k_cache,   // [num_blocks, block_size, n_kv_heads, head_dim], dt or e4m3
+                          const void* v_cache,   // [num_blocks, block_size, n_kv_heads, head_dim], dt or e4m3
                           const AttentionBatchCuda& b, const PagedKvShape& shape, const AttentionParams& p,
                           void* workspace,       // paged_attention_workspace_bytes(...) bytes, or null if 0
-                          DType dt, cudaStream_t s);
+                          DType dt, cudaStream_t s, const KvCacheFormat& kv = {});
 
 }  // namespace conveyor

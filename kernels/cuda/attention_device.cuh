@@ -1,10 +1,11 @@
 // Device helpers shared by the attention and rope kernels (CUDA only; not part of any public API):
-// element conversions for the three storage types, 16-byte vector unpacking, the warp-wide search
-// for a token's sequence and the paged-cache address of (sequence, position).
+// element conversions for the three storage types and FP8 KV codes, 16-byte vector unpacking, the
+// warp-wide search for a token's sequence and the paged-cache address of (sequence, position).
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -35,6 +36,45 @@ __device__ __forceinline__ void unpack8(const uint4& v, float* f) {
   const T* e = reinterpret_cast<const T*>(&v);
 #pragma unroll
   for (int i = 0; i < 8; ++i) f[i] = Elem<T>::to_float(e[i]);
+}
+
+// An FP8 KV cache's element type (--kv-cache-dtype fp8): kernels templated on the cache element take
+// their one-byte paths for it.
+using Fp8Kv = __nv_fp8_e4m3;
+
+// 8 e4m3 codes (the low 8 bytes of v) to fp32, exactly: pairs through the hardware conversion to half
+// (cvt.rn.f16x2.e4m3x2 on sm_89+; every e4m3 value, NaN included, is a half).
+template <>
+__device__ __forceinline__ void unpack8<Fp8Kv>(const uint4& v, float* f) {
+  const uint32_t w[2] = {v.x, v.y};
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+      const __half2_raw h =
+          __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[j] >> (16 * p)), __NV_E4M3);
+      const float2 x = __half22float2(__half2(h));
+      f[4 * j + 2 * p] = x.x;
+      f[4 * j + 2 * p + 1] = x.y;
+    }
+}
+
+// The e4m3 code of x / scale exactly as the CPU twin (kernels/cpu/fp8.h) makes it: IEEE division, round
+// to nearest even, +-448 on overflow (satfinite), NaN -> 0x7f.
+__device__ __forceinline__ uint8_t fp8_kv_code(float x, float scale) {
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(__fdiv_rn(x, scale), __NV_SATFINITE, __NV_E4M3));
+}
+
+// Stores x into a cache element of type KV: the activation dtype as it is, an FP8 cache as the code of
+// x / scale.
+template <typename KV>
+__device__ __forceinline__ void store_kv(KV* p, float x, float scale) {
+  (void)scale;
+  *p = Elem<KV>::from_float(x);
+}
+template <>
+__device__ __forceinline__ void store_kv<Fp8Kv>(Fp8Kv* p, float x, float scale) {
+  *reinterpret_cast<uint8_t*>(p) = fp8_kv_code(x, scale);
 }
 
 // The sequence s with query_start[s] <= t < query_start[s + 1] (the last such s when some
@@ -106,6 +146,27 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
 #endif
 }
 
+// The same for 8 bytes (an FP8 row piece), through L1 (cp.async.cg takes 16 bytes only).
+__device__ __forceinline__ void cp_async8(void* smem, const void* gmem, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 8 : 0)
+               : "memory");
+#else
+  *static_cast<uint2*>(smem) = valid ? __ldg(static_cast<const uint2*>(gmem)) : make_uint2(0, 0);
+#endif
+}
+
+// Copies one lane's 8 cache elements of type KV (16 bytes of a 16-bit cache, 8 of an FP8 one).
+template <typename KV>
+__device__ __forceinline__ void cp_async_row8(void* smem, const KV* gmem, bool valid) {
+  if constexpr (sizeof(KV) == 1) {
+    cp_async8(smem, gmem, valid);
+  } else {
+    cp_async16(smem, gmem, valid);
+  }
+}
+
 // Closes the group of copies issued since the last commit.
 __device__ __forceinline__ void cp_async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -155,11 +216,14 @@ struct PagedAttentionArgs {
   int skip_multi = 0;  // 1: the decode kernel leaves sequences with > 1 new token to the prefill kernel
   // FP8 KV cache (--kv-cache-dtype fp8): k_cache/v_cache hold e4m3 bytes and a cached element is
   // e4m3 * k_scale (v_scale); 0: the caches hold the activation dtype and the scales are unused.
+  // k_scale is folded into scale_log2 on the host; the kernels multiply their outputs by v_scale
+  // (1 for a 16-bit cache, so nothing changes there).
   int kv_fp8 = 0;
   float k_scale = 1.f, v_scale = 1.f;
 };
 
-// The flash-attention tile kernel for sequences with more than one new token (attention_prefill.cu).
+// The flash-attention tile kernel for sequences with more than one new token (attention_prefill.cu);
+// an FP8 cache (a.kv_fp8) is converted to dt exactly as its tiles are loaded.
 bool prefill_kernel_supports(int head_dim);
 void launch_prefill_attention(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s);
 

@@ -3,7 +3,8 @@
 // of 64 cached positions go to shared memory, S = Q K^T and O += P V run on mma.sync m16n8k16 with
 // fp32 accumulation, and the online softmax stays in registers (the accumulator layout of S is the
 // A-operand layout of P, so P never leaves registers). Causal and sliding-window masks use each row's
-// own position, so any chunk of a sequence works.
+// own position, so any chunk of a sequence works. An FP8 cache's tiles are converted to T while they are
+// loaded (every e4m3 value is exact in bf16 and f16), its k_scale rides scale_log2 and v_scale the output.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -45,11 +46,25 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
          (static_cast<uint32_t>(reinterpret_cast<const uint16_t&>(b)) << 16);
 }
 
-// Loads one K or V tile (positions [k0, k0 + kKeys) of the sequence, zero past `last`) into smem.
-template <int D, int kStride>
-__device__ __forceinline__ void load_tile(uint16_t* dst, const uint16_t* cache, const int32_t* table,
+// 8 cache elements of type KV at p as 8 T values in one 16-byte vector: a 16-bit cache's as they are,
+// an FP8 cache's 8 codes converted (exactly) to T.
+template <typename T, typename KV>
+__device__ __forceinline__ uint4 load8_as(const KV* p) {
+  if constexpr (sizeof(KV) == 1) {
+    const uint2 raw = __ldg(reinterpret_cast<const uint2*>(p));
+    float f[8];
+    unpack8<Fp8Kv>(make_uint4(raw.x, raw.y, 0u, 0u), f);
+    return make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]), pack2<T>(f[6], f[7]));
+  } else {
+    return __ldg(reinterpret_cast<const uint4*>(p));
+  }
+}
+
+// Loads one K or V tile (positions [k0, k0 + kKeys) of the sequence, zero past `last`) into smem as T.
+template <typename T, typename KV, int D, int kStride>
+__device__ __forceinline__ void load_tile(uint16_t* dst, const KV* cache, const int32_t* table,
                                           const PagedAttentionArgs& a, int kvh, int k0, int last) {
-  constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  constexpr int kChunks = D / 8;  // 8-element chunks per row
   const long long token_elems = static_cast<long long>(a.n_kv_heads) * D;
   for (int c = threadIdx.x; c < kKeys * kChunks; c += kThreads) {
     const int r = c / kChunks, col = (c % kChunks) * 8;
@@ -57,7 +72,7 @@ __device__ __forceinline__ void load_tile(uint16_t* dst, const uint16_t* cache, 
     uint4 val = make_uint4(0, 0, 0, 0);
     if (p <= last) {
       const long long row = cache_row(table, a.max_blocks, p, a.block_size, a.num_blocks, token_elems);
-      if (row >= 0) val = __ldg(reinterpret_cast<const uint4*>(cache + row + static_cast<long long>(kvh) * D + col));
+      if (row >= 0) val = load8_as<T>(cache + row + static_cast<long long>(kvh) * D + col);
     }
     *reinterpret_cast<uint4*>(dst + r * kStride + col) = val;
   }
@@ -182,7 +197,7 @@ __device__ __forceinline__ void accumulate_pv(float (&o)[D / 8][4], const float 
   }
 }
 
-template <typename T, int D>
+template <typename T, typename KV, int D>
 __global__ void __launch_bounds__(kThreads) prefill_kernel(PagedAttentionArgs a) {
   constexpr int kStride = D + 8;  // padding keeps the fragment reads free of bank conflicts
   __shared__ __align__(16) uint16_t k_s[kKeys * kStride];
@@ -218,8 +233,8 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PagedAttentionArgs a)
   const int32_t* table = a.block_tables + static_cast<long long>(seq) * a.max_blocks;
   for (int k0 = r.cta_first; k0 <= r.cta_last; k0 += kKeys) {
     __syncthreads();  // the previous tile is consumed
-    load_tile<D, kStride>(k_s, static_cast<const uint16_t*>(a.k_cache), table, a, kvh, k0, r.cta_last);
-    load_tile<D, kStride>(v_s, static_cast<const uint16_t*>(a.v_cache), table, a, kvh, k0, r.cta_last);
+    load_tile<T, KV, D, kStride>(k_s, static_cast<const KV*>(a.k_cache), table, a, kvh, k0, r.cta_last);
+    load_tile<T, KV, D, kStride>(v_s, static_cast<const KV*>(a.v_cache), table, a, kvh, k0, r.cta_last);
     __syncthreads();
     if (k0 > r.warp_last || k0 + kKeys - 1 < r.warp_first) continue;  // uniform over the warp
     float s[kKeys / 8][4];
@@ -234,7 +249,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PagedAttentionArgs a)
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
     if (r.pos[i] < 0) continue;
-    const float inv = l[i] > 0.f ? 1.f / l[i] : 0.f;
+    const float inv = (l[i] > 0.f ? 1.f / l[i] : 0.f) * a.v_scale;  // v_scale: 1 unless the cache is FP8
     const long long base = (static_cast<long long>(q0 + warp_row + g + 8 * i) * a.n_heads + head) * D;
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {
@@ -243,13 +258,13 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PagedAttentionArgs a)
   }
 }
 
-template <typename T>
+template <typename T, typename KV>
 void launch_t(const PagedAttentionArgs& a, int max_query_len, cudaStream_t s) {
   const dim3 grid((max_query_len + kRows - 1) / kRows, a.num_seqs, a.n_heads);
   if (a.head_dim == 64) {
-    prefill_kernel<T, 64><<<grid, kThreads, 0, s>>>(a);
+    prefill_kernel<T, KV, 64><<<grid, kThreads, 0, s>>>(a);
   } else {
-    prefill_kernel<T, 128><<<grid, kThreads, 0, s>>>(a);
+    prefill_kernel<T, KV, 128><<<grid, kThreads, 0, s>>>(a);
   }
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
@@ -264,9 +279,11 @@ void launch_prefill_attention(const PagedAttentionArgs& a, int max_query_len, DT
   CONVEYOR_CHECK(a.n_heads <= 65535 && a.num_seqs <= 65535, "prefill attention: grid too large (", a.num_seqs,
                  " sequences, ", a.n_heads, " heads)");
   if (dt == DType::kBF16) {
-    launch_t<__nv_bfloat16>(a, max_query_len, s);
+    if (a.kv_fp8) launch_t<__nv_bfloat16, Fp8Kv>(a, max_query_len, s);
+    else launch_t<__nv_bfloat16, __nv_bfloat16>(a, max_query_len, s);
   } else {
-    launch_t<__half>(a, max_query_len, s);
+    if (a.kv_fp8) launch_t<__half, Fp8Kv>(a, max_query_len, s);
+    else launch_t<__half, __half>(a, max_query_len, s);
   }
 }
 

@@ -1,11 +1,13 @@
 // RoPE kernels (see rope.h). rope_kernel: one CTA per token; the token's cos/sin table goes to shared
 // memory once and serves every head, so sincosf runs head_dim/2 times per token, not per head. The fused variant
 // reads a q|k|v projection row, finds the token's sequence (warp search over query_start) and writes
-// k and v into the pool.
+// k and v into the pool: as they are, or for an FP8 pool the codes of the fp32 values over their scale.
 #include "kernels/cuda/rope.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include <cmath>
 
 #include "kernels/cuda/attention_device.cuh"
 #include "runtime/core/cuda_check.h"
@@ -15,6 +17,7 @@ namespace conveyor {
 namespace {
 
 using cuda_detail::Elem;
+using cuda_detail::Fp8Kv;
 
 constexpr int kThreads = 128;
 constexpr int kMaxHalf = 512;  // head_dim <= 1024, as rope_ref
@@ -28,17 +31,18 @@ __device__ void fill_sincos(int pos, const float* inv_freq, int half, float* cos
 }
 
 // dst[h, :] = rotate_half(src[h, :]) for heads rows of head_dim; src may equal dst (each pair is read
-// and written by the same thread).
-template <typename T>
-__device__ void rotate_rows(T* dst, const T* src, int heads, int half, const float* cos_s, const float* sin_s) {
+// and written by the same thread). D: the destination's element (an FP8 cache stores codes of x / scale).
+template <typename T, typename D = T>
+__device__ void rotate_rows(D* dst, const T* src, int heads, int half, const float* cos_s, const float* sin_s,
+                            float scale = 1.f) {
   const int head_dim = 2 * half;
   for (int i = threadIdx.x; i < heads * half; i += blockDim.x) {
     const int h = i / half, j = i % half;
     const long long base = static_cast<long long>(h) * head_dim;
     const float x1 = Elem<T>::to_float(src[base + j]);
     const float x2 = Elem<T>::to_float(src[base + j + half]);
-    dst[base + j] = Elem<T>::from_float(x1 * cos_s[j] - x2 * sin_s[j]);
-    dst[base + j + half] = Elem<T>::from_float(x2 * cos_s[j] + x1 * sin_s[j]);
+    cuda_detail::store_kv(dst + base + j, x1 * cos_s[j] - x2 * sin_s[j], scale);
+    cuda_detail::store_kv(dst + base + j + half, x2 * cos_s[j] + x1 * sin_s[j], scale);
   }
 }
 
@@ -59,13 +63,13 @@ __global__ void __launch_bounds__(kThreads)
 // into the pools at the token's cache row. blockIdx.y picks a group of heads_per_cta heads counted over
 // q heads then KV heads, so a decode step of a few tokens still spreads over many SMs (one CTA per
 // token took ~15 us at batch 1); each CTA computes its token's cos/sin table itself (head_dim / 2
-// sincosf, cheap next to the rows it moves).
-template <typename T>
+// sincosf, cheap next to the rows it moves). KV: the pools' element (T, or Fp8Kv with k_scale/v_scale).
+template <typename T, typename KV>
 __global__ void __launch_bounds__(kThreads)
-    rope_qkv_write_kv_kernel(T* q_out, const T* qkv, T* k_cache, T* v_cache, const float* inv_freq,
+    rope_qkv_write_kv_kernel(T* q_out, const T* qkv, KV* k_cache, KV* v_cache, const float* inv_freq,
                              const int32_t* query_start, const int32_t* positions, const int32_t* block_tables,
                              int num_seqs, int max_blocks, int num_blocks, int block_size, int n_heads,
-                             int n_kv_heads, int half, int heads_per_cta) {
+                             int n_kv_heads, int half, int heads_per_cta, float k_scale, float v_scale) {
   __shared__ float cos_s[kMaxHalf], sin_s[kMaxHalf];
   __shared__ long long row_s;
   const int t = blockIdx.x;
@@ -97,10 +101,16 @@ __global__ void __launch_bounds__(kThreads)
   if (row < 0) return;
   const int k0 = max(first, n_heads) - n_heads, k1 = last - n_heads;
   const long long off = static_cast<long long>(k0) * head_dim;
-  rotate_rows(k_cache + row + off, k_in + off, k1 - k0, half, cos_s, sin_s);
-  T* dst = v_cache + row + off;
+  rotate_rows(k_cache + row + off, k_in + off, k1 - k0, half, cos_s, sin_s, k_scale);
+  KV* dst = v_cache + row + off;
   const long long n = static_cast<long long>(k1 - k0) * head_dim;
-  for (long long i = threadIdx.x; i < n; i += blockDim.x) dst[i] = v_in[off + i];
+  for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+    if constexpr (sizeof(KV) == 1) {
+      cuda_detail::store_kv(dst + i, Elem<T>::to_float(v_in[off + i]), v_scale);
+    } else {
+      dst[i] = v_in[off + i];
+    }
+  }
 }
 
 // Heads per CTA of rope_qkv_write_kv_kernel: groups of 4 while that keeps the grid within ~16 CTAs per
@@ -127,16 +137,17 @@ void launch_rope(void* q, void* k, const int32_t* positions, const float* inv_fr
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T>
+template <typename T, typename KV>
 void launch_rope_qkv_write_kv(void* q_out, const void* qkv, void* k_cache, void* v_cache, const float* inv_freq,
-                              const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, cudaStream_t s) {
+                              const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, cudaStream_t s,
+                              const KvScales& scales) {
   const int heads = n_heads + shape.n_kv_heads;
   const int per_cta = heads_per_cta(b.num_tokens, heads);
   const dim3 grid(static_cast<unsigned>(b.num_tokens), static_cast<unsigned>((heads + per_cta - 1) / per_cta));
-  rope_qkv_write_kv_kernel<T><<<grid, kThreads, 0, s>>>(
-      static_cast<T*>(q_out), static_cast<const T*>(qkv), static_cast<T*>(k_cache), static_cast<T*>(v_cache),
+  rope_qkv_write_kv_kernel<T, KV><<<grid, kThreads, 0, s>>>(
+      static_cast<T*>(q_out), static_cast<const T*>(qkv), static_cast<KV*>(k_cache), static_cast<KV*>(v_cache),
       inv_freq, b.query_start, b.positions, b.block_tables, b.num_seqs, b.max_blocks_per_seq, shape.num_blocks,
-      shape.block_size, n_heads, shape.n_kv_heads, shape.head_dim / 2, per_cta);
+      shape.block_size, n_heads, shape.n_kv_heads, shape.head_dim / 2, per_cta, scales.k, scales.v);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -161,23 +172,37 @@ void rope_cuda(void* q, void* k, const int32_t* positions, const float* inv_freq
 
 void rope_qkv_write_kv_cuda(void* q_out, const void* qkv, void* k_cache, void* v_cache, const float* inv_freq,
                             const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, DType dt,
-                            cudaStream_t s) {
+                            cudaStream_t s, const KvCacheFormat& kv) {
   CONVEYOR_CHECK(b.num_tokens >= 0 && b.num_seqs >= 0 && n_heads > 0 && shape.n_kv_heads > 0 &&
                      shape.num_blocks > 0 && shape.block_size > 0,
                  "rope_qkv_write_kv_cuda: bad shape tokens=", b.num_tokens, " seqs=", b.num_seqs, " n_heads=", n_heads,
                  " n_kv_heads=", shape.n_kv_heads, " num_blocks=", shape.num_blocks, " block_size=", shape.block_size);
   check_rope_dims(shape.head_dim, dt);
+  CONVEYOR_CHECK(!kv.fp8 || (std::isfinite(kv.scales.k) && kv.scales.k > 0.f && std::isfinite(kv.scales.v) &&
+                             kv.scales.v > 0.f),
+                 "rope_qkv_write_kv_cuda: an FP8 cache needs finite scales > 0, got k_scale ", kv.scales.k,
+                 ", v_scale ", kv.scales.v);
   if (b.num_tokens == 0) return;
   CONVEYOR_CHECK(b.num_seqs > 0, "rope_qkv_write_kv_cuda: ", b.num_tokens, " tokens but no sequence");
   CONVEYOR_CHECK(q_out && qkv && k_cache && v_cache && inv_freq && b.query_start && b.positions && b.block_tables,
                  "rope_qkv_write_kv_cuda: null pointer argument");
+  const KvScales& sc = kv.scales;
   switch (dt) {
     case DType::kBF16:
-      return launch_rope_qkv_write_kv<__nv_bfloat16>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
+      if (kv.fp8)
+        return launch_rope_qkv_write_kv<__nv_bfloat16, Fp8Kv>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape,
+                                                               n_heads, s, sc);
+      return launch_rope_qkv_write_kv<__nv_bfloat16, __nv_bfloat16>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape,
+                                                                    n_heads, s, sc);
     case DType::kF16:
-      return launch_rope_qkv_write_kv<__half>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
+      if (kv.fp8)
+        return launch_rope_qkv_write_kv<__half, Fp8Kv>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape, n_heads, s,
+                                                        sc);
+      return launch_rope_qkv_write_kv<__half, __half>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape, n_heads, s, sc);
     default:
-      return launch_rope_qkv_write_kv<float>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape, n_heads, s);
+      if (kv.fp8)
+        return launch_rope_qkv_write_kv<float, Fp8Kv>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape, n_heads, s, sc);
+      return launch_rope_qkv_write_kv<float, float>(q_out, qkv, k_cache, v_cache, inv_freq, b, shape, n_heads, s, sc);
   }
 }
 

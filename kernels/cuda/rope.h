@@ -23,9 +23,10 @@ void rope_cuda(void* q,                  // [tokens, n_heads, head_dim], dt
 // From one fused projection: qkv [num_tokens, (n_heads + 2 n_kv_heads) * head_dim] holds q | k | v per
 // token (left untouched); rotated q goes to q_out [num_tokens, n_heads, head_dim], rotated k and plain v
 // into the pools at each token's position. Positions outside the block table are not written, as in
-// write_kv_cache_cuda. n_kv_heads and head_dim come from shape.
+// write_kv_cache_cuda. n_kv_heads and head_dim come from shape. An FP8 cache (kv.fp8) stores the code of
+// the fp32 rotated k (and of v) over its scale, with no rounding to dt in between.
 void rope_qkv_write_kv_cuda(void* q_out, const void* qkv, void* k_cache, void* v_cache, const float* inv_freq,
                             const AttentionBatchCuda& b, const PagedKvShape& shape, int n_heads, DType dt,
-                            cudaStream_t s);
+                            cudaStream_t s, const KvCacheFormat& kv = {});
 
 }  // namespace conveyor

@@ -71,8 +71,10 @@ std::vector<KeySpec> build_schema() {
       ranged(key("cache.gpu_memory_utilization_per_rank", VT::kFloat, "0",
                  "share of GPU memory each rank may use (0: gpu_memory_utilization / ranks on that GPU)"),
              0.0, 1.0),
-      one_of(key("cache.kv_cache_dtype", VT::kString, "auto", "KV cache dtype"),
-             {"auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3"}),
+      one_of(key("cache.kv_cache_dtype", VT::kString, "auto",
+                 "KV cache dtype: auto = the model dtype; fp8 = fp8_e4m3 codes with per-tensor k/v scales (the "
+                 "checkpoint's k_scale/v_scale, else 1.0); fp8_e5m2, fp8_inc, fp8_ds_mla are refused"),
+             {"auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"}),
       ranged(key("cache.num_blocks", VT::kInt, "0", "KV blocks per rank (0: from memory)"), 0, 1ll << 32),
       ranged(key("cache.cpu_kv_cache_space", VT::kFloat, "4", "GiB of host memory for KV on the CPU backend"),
              0.0, kInf, true),

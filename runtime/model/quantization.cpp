@@ -42,6 +42,15 @@ std::string fp8_args(const json& a, const std::string& where) {
   return text(a, "strategy");
 }
 
+// kv_cache_scheme: llm-compressor's calibrated FP8 KV scales, one static k_scale/v_scale per layer.
+bool kv_cache_scheme(const json& kv, const std::string& where) {
+  const std::string st = fp8_args(kv, where);
+  CONVEYOR_CHECK(st == "tensor", where, ".strategy '", st,
+                 "' is not supported: conveyor's FP8 KV cache takes one k_scale and one v_scale per layer (tensor)");
+  CONVEYOR_CHECK(!kv.value("dynamic", false), where, ".dynamic must be false (calibrated k_scale/v_scale)");
+  return true;
+}
+
 QuantSpec parse_compressed_tensors(const json& q, const std::string& src) {
   const std::string where = src + ": quantization_config";
   const std::string format = text(q, "format");
@@ -50,7 +59,7 @@ QuantSpec parse_compressed_tensors(const json& q, const std::string& src) {
   const std::string status = text(q, "quantization_status");
   CONVEYOR_CHECK(status.empty() || status == "compressed", where, ".quantization_status '", status,
                  "' is not supported: the weights must be saved compressed (F8_E4M3)");
-  for (const char* key : {"kv_cache_scheme", "sparsity_config", "transform_config"})
+  for (const char* key : {"sparsity_config", "transform_config"})
     CONVEYOR_CHECK(!present(q, key), where, ".", key, " is not supported");
   check_ignore(q, "ignore", where + ".ignore");
   CONVEYOR_CHECK(present(q, "config_groups") && q["config_groups"].is_object() && q["config_groups"].size() == 1,
@@ -77,6 +86,7 @@ QuantSpec parse_compressed_tensors(const json& q, const std::string& src) {
                  "' with dynamic ", dynamic ? "true" : "false",
                  " is not supported (dynamic per-token, or a static per-tensor input_scale)");
   s.static_input = !dynamic;
+  s.kv_cache_scales = present(q, "kv_cache_scheme") && kv_cache_scheme(q["kv_cache_scheme"], where + ".kv_cache_scheme");
   return s;
 }
 
@@ -107,7 +117,7 @@ std::string QuantSpec::describe() const {
   switch (checkpoint) {
     case CheckpointQuant::kCompressedFp8:
       return std::string("fp8 compressed-tensors, ") + (per_channel ? "per-channel" : "per-tensor") + " weights, " +
-             (static_input ? "static input_scale" : dyn);
+             (static_input ? "static input_scale" : dyn) + (kv_cache_scales ? ", per-tensor k/v cache scales" : "");
     case CheckpointQuant::kFp8Block:
       return "fp8 blocks " + std::to_string(block_rows) + "x" + std::to_string(block_cols) +
              (quantize_at_load ? ", dequantized then re-quantized per channel, " + dyn : ", dequantized at load");

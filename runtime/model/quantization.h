@@ -2,7 +2,8 @@
 // `--quantization fp8` (per output channel weights, dynamic per-token activations), or a
 // pre-quantized checkpoint: compressed-tensors float-quantized FP8 (per-tensor or per-channel
 // `weight_scale`, static `input_scale` or dynamic per-token activations) or `quant_method: fp8`
-// (128x128 blocks of `weight_scale_inv`, dequantized at load as HF does). Anything else a
+// (128x128 blocks of `weight_scale_inv`, dequantized at load as HF does), optionally with a per-tensor
+// FP8 `kv_cache_scheme` (k_scale/v_scale per layer for the FP8 KV cache). Anything else a
 // quantization_config describes is refused by name. The embedding and the LM head are never quantized.
 #pragma once
 
@@ -22,6 +23,9 @@ struct QuantSpec {
   int64_t block_rows = 128;    // fp8 blocks: weight_scale_inv[ceil(out / rows), ceil(in / cols)]
   int64_t block_cols = 128;
   bool quantize_at_load = false;  // --quantization fp8 on a checkpoint that is not already FP8
+  // compressed-tensors kv_cache_scheme (FP8, per tensor, static): every layer has k_scale/v_scale
+  // (weights_kv_scales.h), which --kv-cache-dtype fp8 stores K and V with.
+  bool kv_cache_scales = false;
 
   // Whether the layers' linears run as FP8 GEMMs (their weights are held as e4m3 codes + scales).
   bool fp8_linears() const { return checkpoint == CheckpointQuant::kCompressedFp8 || quantize_at_load; }

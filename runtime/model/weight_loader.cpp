@@ -13,6 +13,7 @@
 #include "runtime/core/strings.h"
 #include "runtime/model/weights_dummy.h"
 #include "runtime/model/weights_fp8.h"
+#include "runtime/model/weights_kv_scales.h"
 
 namespace conveyor {
 namespace {
@@ -53,6 +54,7 @@ WeightLoader::WeightLoader(const ModelSpec& spec, std::shared_ptr<const WeightSo
     : spec_(spec), source_(std::move(source)) {
   CONVEYOR_CHECK(source_ != nullptr, "internal: WeightLoader given no weight source");
   unpermute_qk_ = source_->format() == SourceFormat::kGguf && spec.architecture != Architecture::kQwen2;
+  kv_scales_ = find_kv_scales(spec_, *source_);
   check_source();
 }
 
@@ -81,6 +83,7 @@ void WeightLoader::check_source() const {
                      " but ", spec_.quant.describe(), " needs ", shape_text(c.shape));
     }
   }
+  for (const KvScaleNames& n : kv_scales_) expected.insert({n.k, n.v});
   if (spec_.quant.checkpoint != CheckpointQuant::kNone) check_fp8_dtypes(spec_, source);
   const SourceTensor* first = nullptr;
   for (const SourceTensor& t : source.tensors()) {
@@ -89,7 +92,9 @@ void WeightLoader::check_source() const {
     CONVEYOR_CHECK(expected.count(t.name) || harmless, "checkpoint '", source.path(), "' holds tensor '", t.name,
                    "' that a ", architecture_name(spec_.architecture),
                    " model does not use; refusing to ignore it (is the config for another architecture?)");
-    if (source.format() != SourceFormat::kSafetensors || harmless || spec_.quant.checkpoint != CheckpointQuant::kNone)
+    // KV cache scales are fp32 scalars beside weights of any dtype (find_kv_scales checked them).
+    if (source.format() != SourceFormat::kSafetensors || harmless || is_kv_scale_name(t.name) ||
+        spec_.quant.checkpoint != CheckpointQuant::kNone)
       continue;
     if (!first) first = &t;
     CONVEYOR_CHECK(t.dtype == first->dtype, "checkpoint '", source.path(), "': tensor '", t.name, "' is ",
@@ -153,6 +158,7 @@ WeightSet WeightLoader::load_share(const WeightShare& share) const {
             [self, id](const HostTensor& t, float* out) { self->read(id, t, out); });
   }
   add_fp8_scale_entries(set, spec_, share, source_);
+  add_kv_scale_entries(set, kv_scales_, share, source_);
   return set;
 }
 

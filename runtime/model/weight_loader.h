@@ -1,7 +1,8 @@
 // WeightLoader: turns a checkpoint (WeightSource) into the fp32 host tensors one rank holds, named
 // by the internal naming of weights_layout.h and laid out as HF does. On construction it checks the
 // checkpoint against the ModelSpec without reading data: every weight present once with its expected
-// shape and a convertible dtype, nothing unexpected, one dtype (safetensors). load_share returns a
+// shape and a convertible dtype, nothing unexpected, one dtype (safetensors); KV cache scales
+// (weights_kv_scales.h) are expected too and become `layers.N.k_scale` / `v_scale` entries. load_share returns a
 // lazy WeightSet: each tensor is read only when materialised. GGUF llama Q/K rows, permuted for
 // interleaved rotary by llama.cpp's converter, are put back in HF order, so both formats agree.
 // open_share is the one place that picks a rank's weight source (dummy values or a checkpoint).
@@ -14,6 +15,7 @@
 #include "runtime/model/host_tensor.h"
 #include "runtime/model/spec.h"
 #include "runtime/model/weight_set.h"
+#include "runtime/model/weights_kv_scales.h"
 #include "runtime/model/weights_layout.h"
 #include "runtime/model/weights_source.h"
 
@@ -46,6 +48,7 @@ class WeightLoader {
 
   ModelSpec spec_;  // a copy: lazy sets may outlive the caller's spec
   std::shared_ptr<const WeightSource> source_;
+  std::vector<KvScaleNames> kv_scales_;  // the checkpoint's KV cache scales per layer (weights_kv_scales.h)
   bool unpermute_qk_ = false;
   bool check_finite_ = true;
 };

@@ -8,6 +8,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
+#include "runtime/model/weights_kv_scales.h"
 
 namespace conveyor {
 namespace {
@@ -58,7 +59,7 @@ void check_fp8_dtypes(const ModelSpec& spec, const WeightSource& source) {
     } else if (scales.count(t.name)) {
       CONVEYOR_CHECK(is_scale_dtype(t.dtype), "checkpoint '", source.path(), "': scale '", t.name, "' is ", t.dtype,
                      "; scales must be F32, BF16 or F16");
-    } else if (!ends_with(t.name, "rotary_emb.inv_freq")) {
+    } else if (!ends_with(t.name, "rotary_emb.inv_freq") && !is_kv_scale_name(t.name)) {
       if (!first) first = &t;
       CONVEYOR_CHECK(t.dtype == first->dtype, "checkpoint '", source.path(), "': unquantized tensor '", t.name,
                      "' is ", t.dtype, " but '", first->name, "' is ", first->dtype,

@@ -46,6 +46,9 @@ void check_shape(const TensorView& t, int64_t rows, int64_t cols, DType dt, cons
 
 constexpr int kMaxHeadDim = 256;  // the attention kernels' limit (kernels/cuda/attention.h)
 
+// What the kernels need to know of a layer's pools: FP8 codes with their scales, or the activation dtype.
+KvCacheFormat kv_format(const KvLayerView& cache) { return KvCacheFormat{cache.fp8(), cache.scales}; }
+
 // The largest split-K workspace any paged-attention launch takes (it is capped by kTargetRows).
 size_t attention_workspace_bytes() { return paged_attention_workspace_bytes(1 << 20, 1 << 10, kMaxHeadDim, 1 << 30); }
 
@@ -171,13 +174,16 @@ class CudaOps final : public Ops {
                                           cols * es, dst.rows, cudaMemcpyDeviceToDevice, stream_));
   }
 
-  std::unique_ptr<KvCache> make_kv_cache(int first_layer, int num_layers, const PagedKvShape& shape) override {
-    const size_t bytes = KvCache::bytes_needed(num_layers, shape, dt_);
+  using Ops::make_kv_cache;
+  std::unique_ptr<KvCache> make_kv_cache(int first_layer, int num_layers, const PagedKvShape& shape,
+                                         bool fp8) override {
+    const DType storage_dt = fp8 ? DType::kU8 : dt_;  // FP8: e4m3 codes
+    const size_t bytes = KvCache::bytes_needed(num_layers, shape, storage_dt);
     auto buffer = std::make_shared<CudaBuffer>(bytes, "the KV cache");
     void* p = buffer->data();
     std::shared_ptr<void> storage(buffer, p);
     CONVEYOR_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
-    return std::make_unique<KvCache>(first_layer, num_layers, shape, dt_, std::move(storage));
+    return std::make_unique<KvCache>(first_layer, num_layers, shape, storage_dt, std::move(storage));
   }
 
   void set_batch(const BatchInfo& b) override { stage_batch(b, false); }
@@ -420,8 +426,8 @@ void CudaOps::check_attention(const TensorView& out, int64_t q_cols, const KvLay
   check_shape(out, batch_.num_tokens(), q_cols, dt_, "attention", "out");
   CONVEYOR_CHECK(q_cols == static_cast<int64_t>(cfg.n_heads) * cfg.head_dim, "cuda attention: q has ", q_cols,
                  " columns for ", cfg.n_heads, " heads of ", cfg.head_dim);
-  CONVEYOR_CHECK(cache.dtype == dt_ && cache.k && cache.v, "cuda attention: the KV cache is ", dtype_name(cache.dtype),
-                 ", expected ", dtype_name(dt_), " device memory");
+  CONVEYOR_CHECK((cache.dtype == dt_ || cache.fp8()) && cache.k && cache.v, "cuda attention: the KV cache is ",
+                 dtype_name(cache.dtype), ", expected ", dtype_name(dt_), " or FP8 (u8) device memory");
   CONVEYOR_CHECK(cache.shape.n_kv_heads == cfg.n_kv_heads && cache.shape.head_dim == cfg.head_dim,
                  "cuda attention: the KV cache holds ", cache.shape.n_kv_heads, " heads of ", cache.shape.head_dim,
                  ", the layer has ", cfg.n_kv_heads, " of ", cfg.head_dim);
@@ -438,7 +444,7 @@ void CudaOps::attention(const TensorView& out, const TensorView& q, const Tensor
   check_shape(v, tokens, k.cols, dt_, "attention", "v");
   check_attention(out, q.cols, cache, cfg);
   if (tokens == 0) return;
-  write_kv_cache_cuda(cache.k, cache.v, k.data, v.data, ab_, cache.shape, dt_, stream_);
+  write_kv_cache_cuda(cache.k, cache.v, k.data, v.data, ab_, cache.shape, dt_, stream_, kv_format(cache));
   paged_attention(out, q, cache, cfg);
 }
 
@@ -457,7 +463,7 @@ void CudaOps::qkv_attention(const TensorView& out, const TensorView& qkv, const 
   if (tokens == 0) return;
   Tensor q = empty(tokens, q_cols);
   rope_qkv_write_kv_cuda(q.view().data, qkv.data, cache.k, cache.v, inv_freq_for_rope(rope_params), ab_, cache.shape,
-                         cfg.n_heads, dt_, stream_);
+                         cfg.n_heads, dt_, stream_, kv_format(cache));
   paged_attention(out, q.view(), cache, cfg);
 }
 
@@ -480,7 +486,8 @@ void CudaOps::paged_attention(const TensorView& out, const TensorView& q, const 
                  cfg.head_dim, ")");
   // Graphs always get the buffer (their launches must suit any later step of the layout).
   void* workspace = fixed_ || ws > 0 ? attention_workspace_.data() : nullptr;
-  paged_attention_cuda(out.data, q.data, cache.k, cache.v, ab, cache.shape, ap, workspace, dt_, stream_);
+  paged_attention_cuda(out.data, q.data, cache.k, cache.v, ab, cache.shape, ap, workspace, dt_, stream_,
+                       kv_format(cache));
 }
 
 }  // namespace

@@ -112,9 +112,9 @@ CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& s
   const int ranks_on_device = place.ranks_on_device;
   const DType dt = cuda_model_dtype(opt.dtype);
   const std::string& kv_dtype = opt.kv_cache_dtype;
-  CONVEYOR_CHECK(kv_dtype == "auto" || cuda_model_dtype(kv_dtype) == dt, "cache.kv_cache_dtype = ", kv_dtype,
-                 " differs from the model dtype ", dtype_name(dt),
-                 "; the CUDA attention kernels keep the KV cache in the model dtype: use auto");
+  CONVEYOR_CHECK(kv_dtype == "auto" || opt.kv_fp8() || cuda_model_dtype(kv_dtype) == dt, "cache.kv_cache_dtype = ",
+                 kv_dtype, " differs from the model dtype ", dtype_name(dt),
+                 "; the CUDA attention kernels keep the KV cache in the model dtype or FP8: use auto or fp8");
   CudaStageParts parts;
   const CudaOpsSizes sizes = ops_sizes(opt, spec, share, dtype_size(dt), place.graphs_capturable);
   parts.ops = make_cuda_ops(device, dt, sizes);
@@ -132,6 +132,8 @@ CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& s
   const size_t elem = dtype_size(dt);
   const double util = opt.gpu_share(ranks_on_device);
   MemoryRow& row = parts.memory;
+  row.kv_elem_bytes = static_cast<int>(opt.kv_elem_bytes(dt));
+  row.fp8_weights = spec.quant.fp8_linears();
   row.ranks_on_device = ranks_on_device;
   row.rank = process_identity().rank;
   row.host = process_identity().host;
@@ -149,8 +151,9 @@ CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& s
   const size_t budget = row.left() > 0 ? static_cast<size_t>(row.left()) : 0;
   const int layers = static_cast<int>(share.last_layer - share.first_layer);
   const PagedKvShape one_block{1, kv.block_size, kv.n_kv_heads, kv.head_dim};
-  row.kv_block_bytes = static_cast<double>(KvCache::bytes_needed(std::max(layers, 1), one_block, dt));
-  parts.kv_blocks = KvCache::blocks_that_fit(budget, layers, kv.block_size, kv.n_kv_heads, kv.head_dim, elem);
+  row.kv_block_bytes = static_cast<double>(KvCache::bytes_needed(std::max(layers, 1), one_block, opt.kv_storage(dt)));
+  parts.kv_blocks = KvCache::blocks_that_fit(budget, layers, kv.block_size, kv.n_kv_heads, kv.head_dim,
+                                             opt.kv_elem_bytes(dt));
   row.kv_blocks = parts.kv_blocks;
   return add_sampler();
 }

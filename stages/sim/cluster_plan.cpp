@@ -126,6 +126,7 @@ std::string slurm_line(const ClusterSpec& c, const SimLayout& l, const std::stri
   os << "srun --mpi=pmix -N " << nodes << " --ntasks-per-node=" << std::min(c.gpus_per_node, l.gpus())
      << " --gpus-per-task=1 --gpu-bind=closest conveyor generate --set model.config=" << model_arg << " -dp " << l.data
      << " -pp " << l.pipeline << " -tp " << l.tensor << " --set parallel.micro_batches=" << l.micro_batches
+     << (c.precision == Precision::kFp8 ? " --quantization fp8 --kv-cache-dtype fp8" : "")
      << " --input requests.jsonl --output results.jsonl";
   return os.str();
 }

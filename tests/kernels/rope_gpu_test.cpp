@@ -1,12 +1,13 @@
 // Tests rope_cuda against rope_ref (bf16, f16, f32; default and llama3-scaled inv_freq; head_dim 64
 // and 128; odd token counts and large positions) and rope_qkv_write_kv_cuda (from one fused q|k|v
-// projection) against rope_ref followed by write_kv_cache_ref on a shuffled paged pool. Every element
-// is checked.
+// projection) against rope_ref followed by write_kv_cache_ref on a shuffled paged pool, and into an
+// FP8 pool against write_kv_cache_fp8_ref's codes. Every element is checked.
 #include "kernels/cuda/rope.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 #include <string>
@@ -148,6 +149,51 @@ TEST_P(RopeGpu, FusedFromQkvProjection) {
   EXPECT_EQ(compare_all(testing::download(kc, c.dt), f.k_cache_ref, tol, tol), "") << "K cache";
   EXPECT_EQ(compare_all(testing::download(vc, c.dt), f.v_cache_ref, 0.f, 0.f), "") << "V cache";
   EXPECT_EQ(compare_all(testing::download(qkvd, c.dt), qkv, 0.f, 0.f), "") << "qkv input must stay untouched";
+}
+
+// Codes the fused kernel (fp32 rotation from dt inputs, sincosf) and the twin (rope_ref, then the e4m3
+// code of k / scale) give may sit on either side of a rounding boundary: at most one code apart, same
+// sign, and rarely; V is not rotated, so its codes are equal.
+bool adjacent_codes(uint8_t a, uint8_t b) {
+  if (a == b || ((a | b) & 0x7f) == 0) return true;  // equal, or +0 / -0
+  return ((a ^ b) & 0x80) == 0 && std::abs(int(a & 0x7f) - int(b & 0x7f)) == 1;
+}
+
+std::vector<uint8_t> random_codes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> c(n);
+  for (uint8_t& x : c) x = static_cast<uint8_t>(rng() & 0xff);
+  return c;
+}
+
+TEST_P(RopeGpu, FusedWritesFp8Codes) {
+  const RopeCase c = GetParam();
+  const RopeTable table = table_for(c.llama3, c.head_dim);
+  const FusedCase f(c, table);
+  const KvScales scales{1.f / 200, 1.f / 600};  // |k| <= 1.4 after rope: codes up to ~280; |v| / scale saturates
+  std::vector<uint8_t> k_want = random_codes(f.shape.layer_elems(), 31), v_want = random_codes(f.shape.layer_elems(), 32);
+  CudaBuffer kc = CudaBuffer::from(k_want), vc = CudaBuffer::from(v_want);
+  std::vector<float> k_rot = f.k, q_rot = f.q;
+  rope_ref(q_rot.data(), k_rot.data(), f.positions.data(), f.tokens, f.n_heads, f.n_kv_heads, table);
+  AttentionBatch hb{static_cast<int>(f.query_start.size()) - 1, f.query_start.data(), f.positions.data(),
+                    f.tables.data(), f.max_blocks};
+  write_kv_cache_fp8_ref(k_want.data(), v_want.data(), k_rot.data(), f.v.data(), hb, f.shape, scales);
+  CudaBuffer qkvd = testing::upload(f.qkv(c.head_dim), c.dt), qd = testing::upload(f.q, c.dt);
+  CudaBuffer qsd = CudaBuffer::from(f.query_start), pd = CudaBuffer::from(f.positions);
+  CudaBuffer td = CudaBuffer::from(f.tables), fd = CudaBuffer::from(table.static_inv_freq());
+  rope_qkv_write_kv_cuda(qd.data(), qkvd.data(), kc.data(), vc.data(), fd.as<float>(), f.batch(qsd, pd, td), f.shape,
+                         f.n_heads, c.dt, nullptr, KvCacheFormat{true, scales});
+  const std::vector<uint8_t> k_got = kc.to_host<uint8_t>(), v_got = vc.to_host<uint8_t>();
+  size_t k_off = 0;
+  for (size_t i = 0; i < k_got.size(); ++i) {
+    ASSERT_EQ(v_got[i], v_want[i]) << "V code " << i;
+    ASSERT_TRUE(adjacent_codes(k_got[i], k_want[i])) << "K code " << i << ": " << int(k_got[i]) << " vs "
+                                                     << int(k_want[i]);
+    k_off += k_got[i] != k_want[i];
+  }
+  EXPECT_LE(k_off, k_got.size() / 100) << "K codes one step off the twin's";
+  const float tol = tolerance(c.dt);
+  EXPECT_EQ(compare_all(testing::download(qd, c.dt), q_rot, tol, tol), "") << "q";
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,7 +1,7 @@
 // FP8 linears through the CUDA backend: the tiny FP8 checkpoints of scripts/make_fp8_checkpoints.py
 // (compressed-tensors per-channel/dynamic and per-tensor/static, and the fp32 twin under
 // `--quantization fp8`) generate the CPU backend's ids (the e4m3 twin in fp32) under the tie rule of
-// gpu_tie_rule.h, in f16 and bf16. FP8 activation codes computed from 16-bit activations may flip at a
+// gpu_tie_rule.h, in f16 and bf16; so do they with an FP8 KV cache (--kv-cache-dtype fp8). FP8 activation codes computed from 16-bit activations may flip at a
 // rounding boundary where the fp32 twin's do not, so the wider (bf16) tie fraction applies to both.
 #include <gtest/gtest.h>
 
@@ -26,14 +26,19 @@ std::vector<std::vector<int32_t>> prompts() {
   return nlohmann::json::parse(in)["prompts"].get<std::vector<std::vector<int32_t>>>();
 }
 
-void check_layout(const std::string& layout, bool quantize_at_load, DType dt) {
+void check_layout(const std::string& layout, bool quantize_at_load, DType dt, bool kv_fp8 = false) {
   const std::string dir = testing::data_path("fp8/" + layout);
   ModelSpec spec = load_model_spec(dir);
   apply_quantization_flag(spec.quant, quantize_at_load ? "fp8" : "none");
-  ASSERT_TRUE(spec.quant.fp8_linears());
+  ASSERT_TRUE(spec.quant.fp8_linears() || kv_fp8);
   const auto ps = prompts();
-  testing::ModelDriver cpu(spec, dir, make_cpu_ops());
-  testing::ModelDriver gpu(spec, dir, make_cuda_ops(0, dt));
+  testing::ModelDriver cpu(spec, dir, make_cpu_ops(), kv_fp8);
+  testing::ModelDriver gpu(spec, dir, make_cuda_ops(0, dt), kv_fp8);
+  ASSERT_EQ(gpu.kv_cache().fp8(), kv_fp8);
+  for (int l = 0; l < static_cast<int>(spec.layers); ++l) {  // the same scales reach both caches
+    EXPECT_EQ(gpu.kv_cache().scales(l).k, cpu.kv_cache().scales(l).k);
+    EXPECT_EQ(gpu.kv_cache().scales(l).v, cpu.kv_cache().scales(l).v);
+  }
   const std::vector<testing::GreedyRun> want = testing::greedy_alone(cpu, ps, 24);
   const std::vector<testing::GreedyRun> got = testing::greedy_alone(gpu, ps, 24);
   size_t matched = 0, total = 0;
@@ -45,8 +50,8 @@ void check_layout(const std::string& layout, bool quantize_at_load, DType dt) {
     matched += c.matched;
     total += want[p].tokens.size();
   }
-  std::printf("%s %s: %zu of %zu tokens equal the CPU twin's before any tie\n", layout.c_str(), dtype_name(dt),
-              matched, total);
+  std::printf("%s %s%s: %zu of %zu tokens equal the CPU twin's before any tie\n", layout.c_str(), dtype_name(dt),
+              kv_fp8 ? " FP8 KV" : "", matched, total);
   EXPECT_GE(static_cast<double>(matched), testing::kMinComparedBf16 * static_cast<double>(total));
 }
 
@@ -59,6 +64,18 @@ TEST(CudaFp8, CompressedTensorsCheckpointsFollowTheCpuTwin) {
 
 TEST(CudaFp8, QuantizationAtLoadFollowsTheCpuTwin) {
   for (DType dt : {DType::kF16, DType::kBF16}) check_layout("twin_fp32", true, dt);
+}
+
+// --kv-cache-dtype fp8: the fused rope + KV write stores e4m3 codes, decode and prefill attention read them;
+// with the checkpoint's k_scale/v_scale (ct_kv), with scales 1.0 (ct_channel), and under 16-bit weights
+// (twin_fp32), against the CPU twin with the same FP8 cache. K codes of a 16-bit rotation may sit one
+// step off the fp32 twin's, which the bf16 tie fraction covers.
+TEST(CudaFp8, Fp8KvCacheFollowsTheCpuTwin) {
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    check_layout("ct_kv", false, dt, true);
+    check_layout("ct_channel", false, dt, true);
+    check_layout("twin_fp32", false, dt, true);
+  }
 }
 
 }  // namespace

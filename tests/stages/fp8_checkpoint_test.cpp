@@ -114,6 +114,11 @@ TEST(Fp8Checkpoints, OtherSchemesAreRefusedByName) {
                         Case{"/quantization_config/ignore", json::array({"model.layers.0.mlp.down_proj"}),
                              "model.layers.0.mlp.down_proj"},
                         Case{"/quantization_config/kv_cache_scheme", json::object({{"num_bits", 8}}), "kv_cache_scheme"},
+                        Case{"/quantization_config/kv_cache_scheme",
+                             json::object({{"num_bits", 8}, {"type", "float"}, {"strategy", "attn_head"}}), "'attn_head'"},
+                        Case{"/quantization_config/kv_cache_scheme",
+                             json::object({{"num_bits", 8}, {"type", "float"}, {"strategy", "tensor"}, {"dynamic", true}}),
+                             "kv_cache_scheme.dynamic"},
                         Case{"/quantization_config/config_groups/group_0/input_activations", nullptr,
                              "weight-only"}}) {
     json cfg = base;

@@ -73,9 +73,52 @@ TEST(KvCache, Sizing) {
   // Llama-3-8B per TP rank of 8: 32 layers, 1 KV head of 128, block 16, bf16.
   EXPECT_EQ(KvCache::bytes_per_block(32, 16, 1, 128, 2), 2u * 32 * 16 * 128 * 2);
   EXPECT_EQ(KvCache::blocks_that_fit(1u << 30, 32, 16, 1, 128, 2), (1 << 30) / (2 * 32 * 16 * 128 * 2));
-  EXPECT_EQ(KvCache::blocks_that_fit(100, 2, 16, 2, 64), 0);
+  EXPECT_EQ(KvCache::blocks_that_fit(100, 2, 16, 2, 64, 4), 0);
+  EXPECT_EQ(kv_bytes_per_token(32, 8, 128, 2), 2u * 32 * 8 * 128 * 2);
+  EXPECT_EQ(KvCache::bytes_needed(32, PagedKvShape{10, 16, 8, 128}, DType::kBF16),
+            10 * KvCache::bytes_per_block(32, 16, 8, 128, 2));
   EXPECT_THROW(KvCache(0, 1, PagedKvShape{0, 16, 1, 64}), Error);
   EXPECT_THROW(KvCache(-1, 1, PagedKvShape{1, 16, 1, 64}), Error);
+}
+
+// FP8 KV: one byte per element, so a budget holds twice the blocks of bf16 (four times fp32's).
+TEST(KvCache, Fp8HalvesTheBytesOfBf16) {
+  EXPECT_EQ(KvCache::bytes_per_block(32, 16, 8, 128, 1) * 2, KvCache::bytes_per_block(32, 16, 8, 128, 2));
+  const size_t budget = size_t(10) << 30;
+  EXPECT_EQ(KvCache::blocks_that_fit(budget, 32, 16, 8, 128, 1), 2 * KvCache::blocks_that_fit(budget, 32, 16, 8, 128, 2));
+  const PagedKvShape shape{6, 4, 2, 8};
+  KvCache fp8(3, 2, shape, DType::kU8);
+  EXPECT_TRUE(fp8.fp8());
+  EXPECT_EQ(fp8.bytes(), 2u * 2 * shape.layer_elems());
+  EXPECT_EQ(static_cast<char*>(fp8.v_data(3)) - static_cast<char*>(fp8.k_data(3)), long(shape.layer_elems()));
+  EXPECT_THROW(fp8.k(3), Error);  // no fp32 view of codes
+  EXPECT_THROW(KvCache(0, 1, shape, DType::kBF16), Error);  // the host holds f32 or FP8
+}
+
+TEST(KvCache, Fp8ScalesPerLayer) {
+  KvCache cache(4, 2, PagedKvShape{2, 4, 1, 8}, DType::kU8);
+  EXPECT_EQ(cache.scales(4).k, 1.f);  // 1.0 until set, as vLLM
+  EXPECT_EQ(cache.scales(5).v, 1.f);
+  cache.set_scales(5, KvScales{0.25f, 0.5f});
+  EXPECT_EQ(cache.scales(5).k, 0.25f);
+  EXPECT_EQ(cache.scales(5).v, 0.5f);
+  EXPECT_EQ(cache.scales(4).k, 1.f);
+  EXPECT_THROW(cache.set_scales(5, KvScales{0.f, 1.f}), Error);
+  EXPECT_THROW(cache.set_scales(5, KvScales{1.f, -2.f}), Error);
+  EXPECT_THROW(cache.set_scales(6, KvScales{}), Error);
+  EXPECT_THROW(cache.scales(3), Error);
+}
+
+TEST(KvCache, StartUpLineNamesWhereTheScalesCameFrom) {
+  const PagedKvShape shape{2, 4, 1, 8};
+  KvCache fp8(0, 30, shape, DType::kU8), f32(0, 30, shape);
+  EXPECT_EQ(describe_kv_cache(f32, 0), "");
+  EXPECT_NE(describe_kv_cache(fp8, 30).find("from the checkpoint's k_scale/v_scale (30 of 30 layers)"),
+            std::string::npos);
+  EXPECT_NE(describe_kv_cache(fp8, 0).find("scales 1.0 (the checkpoint has no k_scale/v_scale"), std::string::npos);
+  EXPECT_NE(describe_kv_cache(f32, 30).find("unused"), std::string::npos);
+  EXPECT_EQ(kv_dtype_label(DType::kU8), "fp8_e4m3");
+  EXPECT_EQ(kv_dtype_label(DType::kBF16), "bf16");
 }
 
 }  // namespace

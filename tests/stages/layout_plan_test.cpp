@@ -112,6 +112,34 @@ TEST(LayoutPlan, WorkloadComesFromTheOptions) {
   EXPECT_EQ(Workload{}.context, plan_layout(o, spec, DeviceCeilings{}).workload.context);  // the run's context
 }
 
+// The same config with --kv-cache-dtype fp8: one byte per KV element, so every stage holds twice the KV
+// tokens of bf16 (weights unchanged), and the printed plan says which KV dtype it planned.
+TEST(LayoutPlan, Fp8KvCacheDoublesTheKvTokens) {
+  StageOptions o;
+  o.pipeline = 2;
+  o.tensor = 4;
+  o.partition = {40, 40};  // the split itself may move (FP8 KV reads less per layer): compare like with like
+  const ModelSpec spec = llama3_70b();
+  const LayoutPlan bf16 = plan_layout(o, spec, DeviceCeilings{});
+  o.kv_cache_dtype = "fp8";
+  const LayoutPlan fp8 = plan_layout(o, spec, DeviceCeilings{});
+  EXPECT_EQ(bf16.workload.kv_dtype_bytes, 2);
+  EXPECT_EQ(fp8.workload.kv_dtype_bytes, 1);
+  ASSERT_EQ(fp8.partition.stages.size(), 2u);
+  for (size_t s = 0; s < 2; ++s) {
+    const StageCost& a = bf16.partition.stages[s];
+    const StageCost& b = fp8.partition.stages[s];
+    EXPECT_GT(a.kv_tokens, 0);
+    EXPECT_DOUBLE_EQ(b.kv_tokens, 2 * a.kv_tokens) << "stage " << s;
+    EXPECT_DOUBLE_EQ(b.kv_bytes_per_token * 2, a.kv_bytes_per_token);
+    EXPECT_DOUBLE_EQ(b.weight_bytes, a.weight_bytes);
+  }
+  // Llama-3-70B over tp 4: 2 KV heads of 128 per rank, K and V, one byte each.
+  EXPECT_DOUBLE_EQ(kv_layer_token_bytes(spec, 4, 1), 2.0 * 2 * 128);
+  EXPECT_NE(format_plan(spec, fp8.workload, fp8.partition).find("KV cache: fp8_e4m3"), std::string::npos);
+  EXPECT_NE(format_plan(spec, bf16.workload, bf16.partition).find("KV cache: bf16/fp16"), std::string::npos);
+}
+
 TEST(LayoutPlan, UserPartitionWinsAndIsChecked) {
   StageOptions o;
   o.pipeline = 2;

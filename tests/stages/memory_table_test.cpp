@@ -59,5 +59,19 @@ TEST(MemoryTable, RowLeftIsUsableMinusInUseMinusReserved) {
   EXPECT_DOUBLE_EQ(r.left(), 126 * kGiB - 0.5 * kGiB - (65.0 + 2 + 0.25 + 1.5 + 1) * kGiB);
 }
 
+// The head names what the weights and the KV cache are stored as (FP8 or 16-bit).
+TEST(MemoryTable, HeadShowsFp8WeightsAndKv) {
+  MemoryRow fp8 = row(0, 10.0, 5);
+  fp8.kv_elem_bytes = 1;
+  fp8.fp8_weights = true;
+  fp8.kv_block_bytes = 2 * 1024 * 1024;
+  const std::string t = format_memory_table({fp8}, 0.9);
+  EXPECT_NE(t.find("weights: fp8_e4m3 layer linears; KV cache: fp8_e4m3 (1 byte per element), 2.00 MiB per block"),
+            std::string::npos) << t;
+  const std::string b = format_memory_table({row(0, 10.0, 5)}, 0.9);
+  EXPECT_NE(b.find("weights: 16-bit; KV cache: 16-bit (2 bytes per element), 4.00 MiB per block"), std::string::npos)
+      << b;
+}
+
 }  // namespace
 }  // namespace conveyor

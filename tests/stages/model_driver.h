@@ -24,14 +24,15 @@ namespace conveyor::testing {
 class ModelDriver : public ModelHarness {
  public:
   // weights_path: a golden's directory or a GGUF file. The sampler is the backend's (CUDA when ops has a stream).
-  ModelDriver(const ModelSpec& spec, const std::string& weights_path, std::unique_ptr<Ops> ops)
+  // kv_fp8: an FP8 (e4m3) KV cache with the checkpoint's k/v scales, else 1.0 (--kv-cache-dtype fp8).
+  ModelDriver(const ModelSpec& spec, const std::string& weights_path, std::unique_ptr<Ops> ops, bool kv_fp8 = false)
       : spec_(spec), ops_(std::move(ops)), book_(kBlocks, 16) {
     PagedKvShape shape;
     shape.num_blocks = kBlocks;
     shape.block_size = 16;
     shape.n_kv_heads = static_cast<int>(spec_.kv_heads);
     shape.head_dim = static_cast<int>(spec_.head_dim);
-    cache_ = ops_->make_kv_cache(0, static_cast<int>(spec_.layers), shape);
+    cache_ = ops_->make_kv_cache(0, static_cast<int>(spec_.layers), shape, kv_fp8);
     const WeightShare share = WeightShare::whole_model(spec_);
     WeightSet weights = WeightLoader(spec_, open_weight_source(weights_path)).load_share(share);
     model_ = std::make_unique<StageModel>(spec_, share, std::move(weights), *ops_, *cache_, nullptr);
@@ -49,6 +50,7 @@ class ModelDriver : public ModelHarness {
     plan.new_seqs.push_back(n);
   }
   void release(int64_t id) override { book_.release(id); }
+  const KvCache& kv_cache() const { return *cache_; }
 
   StepOutput step(StepPlan plan) override {
     StepOutput out;

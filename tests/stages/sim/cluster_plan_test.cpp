@@ -110,6 +110,13 @@ TEST(ClusterPlan, SixtyFourH200Llama405B) {
   EXPECT_EQ(plans, plan.simulated_plans);
   const std::string line = slurm_line(c, plan.layouts.front().sim.layout, "configs/models/llama-3.1-405b.yaml");
   EXPECT_NE(line.find("srun --mpi=pmix -N 8 --ntasks-per-node=8"), std::string::npos) << line;
+  // An FP8 cluster's run line asks for FP8 weights and KV; a bf16 one for neither.
+  ClusterSpec fp8 = c;
+  fp8.precision = Precision::kFp8;
+  EXPECT_NE(slurm_line(fp8, plan.layouts.front().sim.layout, "m.yaml").find("--quantization fp8 --kv-cache-dtype fp8"),
+            std::string::npos);
+  fp8.precision = Precision::kBf16;
+  EXPECT_EQ(slurm_line(fp8, plan.layouts.front().sim.layout, "m.yaml").find("--kv-cache-dtype"), std::string::npos);
 }
 
 TEST(ClusterPlan, Llama405BPipelineBeatsTensorInThroughputTensorWinsLatency) {
