@@ -29,7 +29,7 @@ KeySpec one_of(KeySpec k, std::vector<std::string> choices) {
   return k;
 }
 
-std::vector<KeySpec> build_schema() {
+std::vector<KeySpec> model_and_parallel_keys() {
   return {
       // model
       key("model.path", VT::kString, "", "HF model directory or .gguf file"),
@@ -60,6 +60,11 @@ std::vector<KeySpec> build_schema() {
                  "GPU data plane per group: auto = nccl where the group's ranks are on distinct GPUs, else the "
                  "shared-GPU transport; staged = host-staged MPI over pinned buffers; ipc = CUDA IPC (not built yet)"),
              {"auto", "nccl", "staged", "ipc"}),
+  };
+}
+
+std::vector<KeySpec> engine_keys() {
+  return {
       // scheduler
       ranged(key("scheduler.max_num_seqs", VT::kInt, "256", "sequences per step"), 1, 1 << 20),
       ranged(key("scheduler.max_num_batched_tokens", VT::kInt, "8192", "tokens per step"), 1, 1 << 24),
@@ -90,6 +95,11 @@ std::vector<KeySpec> build_schema() {
       ranged(key("sampling.presence_penalty", VT::kFloat, "0.0", ""), -2.0, 2.0),
       ranged(key("sampling.frequency_penalty", VT::kFloat, "0.0", ""), -2.0, 2.0),
       key("sampling.ignore_eos", VT::kBool, "false", "keep generating past EOS"),
+  };
+}
+
+std::vector<KeySpec> io_and_runtime_keys() {
+  return {
       // io
       key("io.input", VT::kString, "", "requests JSONL"),
       key("io.output", VT::kString, "", "results JSONL (append, resumable)"),
@@ -118,6 +128,12 @@ std::vector<KeySpec> build_schema() {
       ranged(key("runtime.watchdog_timeout", VT::kFloat, "300",
                  "seconds a blocking wait may take before the watchdog aborts the job; 0 disables"), 0.0, 1e7),
   };
+}
+
+std::vector<KeySpec> build_schema() {
+  std::vector<KeySpec> all = model_and_parallel_keys();
+  for (auto part : {engine_keys(), io_and_runtime_keys()}) all.insert(all.end(), part.begin(), part.end());
+  return all;
 }
 }  // namespace
 
