@@ -39,8 +39,11 @@ PY
 }
 make_input "$tmp/small.jsonl" 6
 make_input "$tmp/long.jsonl" 24
+# The time-limit case must still be running when Slurm's warning comes: slurmctld checks time limits
+# about every 30 s, so USR1@50 of a 60 s limit lands 10-40 s in; 72 requests take over a minute here.
+make_input "$tmp/timed.jsonl" 72
 # The one-rank reference, outside Slurm.
-for f in small long; do
+for f in small long timed; do
   conveyor generate --config "$tmp/run.yaml" --backend cpu --input "$tmp/$f.jsonl" --output "$tmp/$f.ref.jsonl" \
     2>"$tmp/$f.ref.log" || { echo "FAIL: the one-rank reference run failed"; cat "$tmp/$f.ref.log"; exit 1; }
 done
@@ -63,7 +66,7 @@ run_case preempt_usr1 long usr1 -- CONFIG="$tmp/slow.yaml" -- --nodes=2 --ntasks
   "$slurm/generate_multinode_srun.sbatch"
 run_case scontrol_requeue long requeue -- CONFIG="$tmp/slow.yaml" -- --nodes=2 --ntasks-per-node=1 \
   --cpus-per-task=1 "$slurm/generate_multinode_srun.sbatch"
-run_case time_limit long timelimit -- CONFIG="$tmp/slow.yaml" -- --nodes=1 --ntasks-per-node=1 --cpus-per-task=1 \
+run_case time_limit timed timelimit -- CONFIG="$tmp/slow.yaml" -- --nodes=1 --ntasks-per-node=1 --cpus-per-task=1 \
   --time=1 --signal=B:USR1@50 "$slurm/generate_1node_srun.sbatch"
 run_case kill9_rank long kill9 -- CONFIG="$tmp/slow.yaml" -- --nodes=2 --ntasks-per-node=1 --cpus-per-task=1 \
   "$slurm/generate_multinode_srun.sbatch"
