@@ -67,6 +67,22 @@ std::string read_fd(int fd) {
   return text;
 }
 
+bool is_holder_record(const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return !j.is_discarded() && j.is_object() && j.contains("pid");
+}
+
+// The lock file's content as the holder leaves it: a holder writes its record just after it takes
+// the lock, so a job refused in that moment waits up to 2 s for the record before calling it nameless.
+std::string read_holder(int fd) {
+  std::string text = read_fd(fd);
+  for (int i = 0; i < 40 && !is_holder_record(text); ++i) {
+    ::usleep(50 * 1000);
+    text = read_fd(fd);
+  }
+  return text;
+}
+
 bool write_record(int fd) {
   std::string text = holder_record().dump() + "\n";
   if (::ftruncate(fd, 0) != 0) return false;
@@ -92,7 +108,7 @@ OutputLock::OutputLock(const std::string& output_path) : path_(lock_path_for(out
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) {
     int err = errno;
-    std::string holder = err == EWOULDBLOCK ? describe_holder(read_fd(fd)) : std::string();
+    std::string holder = err == EWOULDBLOCK ? describe_holder(read_holder(fd)) : std::string();
     ::close(fd);
     if (err == EWOULDBLOCK) {
       CONVEYOR_THROW("the output '", output_path, "' is in use by another job: ", holder, " holds its lock '",

@@ -2,11 +2,15 @@
 // lock is free again once the first is gone, and a lock file whose holder died is taken over.
 #include "runtime/batch/output_lock.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "runtime/batch/output.h"
 #include "runtime/core/error.h"
@@ -46,6 +50,27 @@ TEST(OutputLock, SecondWriterIsRefusedNamingTheHolder) {
     EXPECT_NE(e.message().find(pid), std::string::npos) << e.message();
     EXPECT_NE(e.message().find("another --output"), std::string::npos) << e.message();
   }
+}
+
+TEST(OutputLock, ARefusedJobWaitsForTheHoldersRecord) {
+  const std::string out = testing::temp_dir("lock_late_record") + "/out.jsonl";
+  const int fd = ::open(lock_path_for(out).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);  // a holder that has the lock but has not written its name yet
+  std::thread late([fd] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const std::string rec = R"({"host": "n7", "pid": 4242, "slurm_job_id": "", "slurm_array": ""})" "\n";
+    EXPECT_EQ(::pwrite(fd, rec.data(), rec.size(), 0), static_cast<ssize_t>(rec.size()));
+  });
+  std::string msg;
+  try {
+    OutputLock second(out);
+  } catch (const Error& e) {
+    msg = e.message();
+  }
+  late.join();
+  ::close(fd);
+  EXPECT_NE(msg.find("pid 4242 on host n7"), std::string::npos) << msg;
 }
 
 TEST(OutputLock, FreeAgainAfterTheHolderIsGone) {
