@@ -96,6 +96,17 @@ void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words,
   }
 }
 
+void PipelineStage::set_send_progress(bool on) {
+  if (!on) {
+    model_->set_between_layers(nullptr);
+    return;
+  }
+  model_->set_between_layers([this] {
+    for (auto& o : outgoing_)
+      for (auto& r : o->requests) r->done();  // a test drives the transport's progress
+  });
+}
+
 void PipelineStage::start_clock() {
   timeline_.restart();
   device_spans_.clear();
@@ -402,6 +413,7 @@ PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& mode
   parts.stage = std::make_unique<PipelineStage>(spec, share, std::move(weights), std::move(ops), kv, me.stage,
                                                 layout.pipeline, links, std::move(sampler));
   parts.stage->set_cuda_graphs(opt.cuda_graphs);
+  parts.stage->set_send_progress(backend == Backend::kCpu && layout.pipeline > 1);
   parts.stage->set_profile_step(opt.profile_step);
   parts.micro_batches = micro_batches_for(opt.micro_batches, layout.pipeline);
   CONVEYOR_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));

@@ -61,6 +61,10 @@ class PipelineStage {
   void set_cuda_graphs(bool on) { model_->set_graphs(on); }
   // runtime.profile_step: the step whose kernels a profiler started with collection off records.
   void set_profile_step(int64_t step) { profile_step_ = step; }
+  // Polls the outgoing sends after every layer of an eager step. The CPU backend's MPI moves a message
+  // above its eager limit only inside an MPI call of the sender (without a single-copy mechanism), so
+  // without this the next stage waits for the sender's whole next micro-batch.
+  void set_send_progress(bool on);
   // Arms the watchdog's deadline around every wait for a peer (not owned; may be null).
   void set_watchdog(Watchdog* watchdog) { watchdog_ = watchdog; }
   // Call on every rank right after a barrier: the spans' common origin.
