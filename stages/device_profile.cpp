@@ -31,6 +31,13 @@ LinearCost fit_linear_cost(const std::vector<std::pair<double, double>>& pts) {
   return LinearCost{a, 1.0 / b};
 }
 
+double CoreSharing::at(int k) const {
+  if (speed.empty() || k <= 1) return speed.empty() ? 1.0 : speed.front();
+  const int n = static_cast<int>(speed.size());
+  if (k <= n) return speed[static_cast<size_t>(k - 1)];
+  return speed.back() * n / k;
+}
+
 double DeviceProfile::gemm_time(double m, double n, double k, double ab, double out, double peak_flops) const {
   CONVEYOR_CHECK(!gemm_decode.empty(), "DeviceProfile::gemm_time without measured GEMM buckets");
   const double bytes = (n * k + m * k) * ab + m * n * out;
@@ -95,6 +102,46 @@ std::vector<GemmBucket> gemm_buckets(const nlohmann::json& g, const std::string&
   return out;
 }
 
+// device.sharing: {cpus, speed: [s1, s2, ...]} with 0 < s <= 1.5 (a lone rank may be slower than two
+// by noise, never much).
+CoreSharing core_sharing(const nlohmann::json& j, const std::string& where) {
+  const std::string path = "device.sharing";
+  CoreSharing c;
+  c.cpus = static_cast<int>(positive(j, "cpus", path, where));
+  CONVEYOR_CHECK(j.contains("speed") && j.at("speed").is_array() && !j.at("speed").empty(), where, ": ", path,
+                 ".speed must be a non-empty array of a rank's speed with 1, 2, ... ranks computing");
+  for (const auto& v : j.at("speed")) {
+    CONVEYOR_CHECK(v.is_number() && v.get<double>() > 0 && v.get<double>() <= 1.5, where, ": ", path,
+                   ".speed entries must be numbers in (0, 1.5], got ", v.dump());
+    c.speed.push_back(v.get<double>());
+  }
+  return c;
+}
+
+// The keys only the CPU backend's doctor writes (stages/cpu_probe.h).
+void read_cpu_parts(const nlohmann::json& d, const std::string& where, DeviceProfile* p) {
+  if (d.contains("dtype")) {
+    const std::string dt = d.at("dtype").is_string() ? d.at("dtype").get<std::string>() : d.at("dtype").dump();
+    CONVEYOR_CHECK(dt == "fp32" || dt == "bf16" || dt == "fp16", where, ": device.dtype must be fp32, bf16 or fp16, got ", dt);
+    p->dtype_bytes = dt == "fp32" ? 4 : 2;
+  }
+  if (d.contains("padded_rows")) {
+    CONVEYOR_CHECK(d.at("padded_rows").is_boolean(), where, ": device.padded_rows must be true or false");
+    p->padded_rows = d.at("padded_rows").get<bool>();
+  }
+  if (d.contains("tflops")) p->ceiling_flops = positive(d, "tflops", "device", where) * 1e12;
+  if (d.contains("bandwidth_gbps")) p->ceiling_bandwidth = positive(d, "bandwidth_gbps", "device", where) * 1e9;
+  if (d.contains("small_ops")) p->small_ops = linear_cost(d.at("small_ops"), "device.small_ops", where);
+  if (d.contains("sampling")) p->sampling = linear_cost(d.at("sampling"), "device.sampling", where);
+  if (d.contains("sharing")) p->sharing = core_sharing(d.at("sharing"), where);
+  if (d.contains("step_overhead")) {
+    const nlohmann::json& o = d.at("step_overhead");
+    CONVEYOR_CHECK(o.is_object() && o.contains("us") && o.at("us").is_number() && o.at("us").get<double>() >= 0, where,
+                   ": device.step_overhead.us must be a number >= 0");
+    p->measured_step_overhead_s = o.at("us").get<double>() * 1e-6;
+  }
+}
+
 }  // namespace
 
 DeviceProfile device_profile_from_json(const nlohmann::json& doctor, const std::string& where) {
@@ -113,6 +160,7 @@ DeviceProfile device_profile_from_json(const nlohmann::json& doctor, const std::
   if (const auto* a = section("attention_prefill"))
     p.attention_prefill_flops = positive(*a, "tflops", "device.attention_prefill", where) * 1e12;
   if (const auto* k = section("graph_kernel")) p.graph_kernel_s = positive(*k, "us", "device.graph_kernel", where) * 1e-6;
+  read_cpu_parts(d, where, &p);
   if (p.any()) p.source = where;
   return p;
 }
