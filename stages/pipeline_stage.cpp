@@ -97,14 +97,9 @@ void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words,
 }
 
 void PipelineStage::set_send_progress(bool on) {
-  if (!on) {
-    model_->set_between_layers(nullptr);
-    return;
-  }
-  model_->set_between_layers([this] {
-    for (auto& o : outgoing_)
-      for (auto& r : o->requests) r->done();  // a test drives the transport's progress
-  });
+  flush_sends();
+  send_progress_.reset();
+  if (on && SendProgress::available()) send_progress_ = std::make_unique<SendProgress>();
 }
 
 void PipelineStage::start_clock() {
@@ -152,9 +147,17 @@ StepResult PipelineStage::sample_and_score(const StepPlan& plan, const Tensor& l
 void PipelineStage::flush_sends() {
   WaitGuard scope(outgoing_.empty() ? nullptr : watchdog_, "send",
                   "micro-batch " + std::to_string(last_step_) + " to stage " + std::to_string(stage_ + 1));
+  if (send_progress_) send_progress_->drain();
   for (auto& o : outgoing_)
     for (auto& r : o->requests) r->wait();
   outgoing_.clear();
+}
+
+void PipelineStage::watch(const Outgoing& o) {
+  if (!send_progress_) return;
+  std::vector<CommRequest*> requests;
+  for (const auto& r : o.requests) requests.push_back(r.get());
+  send_progress_->watch(requests);
 }
 
 void PipelineStage::send_down(int64_t step, std::vector<int64_t> words, const Tensor& hidden) {
@@ -177,6 +180,7 @@ void PipelineStage::send_down(int64_t step, std::vector<int64_t> words, const Te
                                                  o->hidden.view().dtype, next, cs));
     add_device_span(step, Phase::kGpuTransfer, m0, ops_->mark(cs), hidden.rows());
   }
+  watch(*o);
   outgoing_.push_back(std::move(o));
   timeline_.add(step, Phase::kSend, t0, timeline_.now(), hidden.empty() ? 0 : hidden.rows());
 }
@@ -192,6 +196,7 @@ void PipelineStage::send_result(const StepResult& result) {
   o->header = {static_cast<int64_t>(o->words.size()), 0};
   o->requests.push_back(links_.pipeline_ctl->isend(o->header.data(), 1, DType::kI64, 0, nullptr));
   o->requests.push_back(links_.pipeline_ctl->isend(o->words.data(), o->words.size(), DType::kI64, 0, nullptr));
+  watch(*o);
   outgoing_.push_back(std::move(o));
   timeline_.add(result.step, Phase::kSend, t0, timeline_.now(), 0);
 }

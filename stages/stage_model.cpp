@@ -92,10 +92,7 @@ Tensor StageModel::forward_layers(const Tensor& input, Tensor* logits) {
                    " tokens x ", traits_.hidden);
     hidden = input;
   }
-  for (const DecoderLayer& layer : layers_) {
-    layer.forward(ops_, hidden.view(), kv_view(layer.index()));
-    if (between_layers_) between_layers_();
-  }
+  for (const DecoderLayer& layer : layers_) layer.forward(ops_, hidden.view(), kv_view(layer.index()));
   if (is_last()) {
     CONVEYOR_CHECK(logits != nullptr, "stage ", share_.describe(), ": the last stage needs a logits output");
     Tensor rows = ops_.empty(static_cast<int64_t>(ops_.batch().logit_rows.size()), traits_.hidden);

@@ -4,7 +4,6 @@
 // the pipeline sends exactly that, with the plan, and nothing else.
 #pragma once
 
-#include <functional>
 #include <vector>
 
 #include "runtime/dist/communicator.h"
@@ -47,8 +46,6 @@ class StageModel {
   // prefill and mixed steps always run eagerly. Tensors run() returns from a graph are views of the graph's own
   // buffers: valid until the next step of this stage (consumers are ordered on the ops' stream).
   void set_graphs(bool on) { graphs_on_ = on; }
-  // Called after every layer of an eager forward (never inside a captured graph's replay); null: none.
-  void set_between_layers(std::function<void()> fn) { between_layers_ = std::move(fn); }
   size_t num_graphs() const { return graphs_.size(); }
 
  private:
@@ -68,7 +65,6 @@ class StageModel {
   Communicator* tp_ = nullptr;
   bool graphs_on_ = true;
   DecodeGraphs graphs_;
-  std::function<void()> between_layers_;
 };
 
 }  // namespace conveyor
