@@ -5,6 +5,7 @@
 // roofline for that part, and describe_device_model() says which parts were measured and which not.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -31,7 +32,13 @@ LinearCost fit_linear_cost(const std::vector<std::pair<double, double>>& bytes_s
 struct GemmBucket {
   int64_t m = 0;  // rows (tokens) of the activation
   LinearCost cost;
+  double row_s = 0;  // per output feature n (a CPU kernel's per-row reductions and stores); 0 on GPUs
+  double time(double bytes, double n) const { return cost.time(bytes) + row_s * n; }
 };
+
+// Least squares of time = fixed + bytes / bandwidth + n * row over (bytes, n, seconds) points, weighted
+// by 1 / time^2; a negative part (noise) is dropped and the rest refitted. Needs two distinct shapes.
+GemmBucket fit_gemm_cost(int64_t m, const std::vector<std::array<double, 3>>& bytes_n_seconds);
 
 // Host work per decode step and stage assumed with measured speeds when none is given: a graph
 // launch, the plan's host-to-device copies and the sampler's device-to-host sync, each of the order of
@@ -44,6 +51,9 @@ constexpr double kDefaultStepOverheadUs = 100.0;
 struct CoreSharing {
   int cpus = 0;               // the node's CPUs, as doctor saw them
   std::vector<double> speed;  // speed[k - 1]: a rank's speed with k ranks computing / its speed alone
+  // A waiting rank woken by a pipeline message (plan, hidden states, result) takes it this long after
+  // it was sent: hop_s while the node has a free core, busy_hop_s while its cores are all computing.
+  double hop_s = 0, busy_hop_s = 0;
   bool any() const { return !speed.empty(); }
   // Beyond the measured k, the cores are time-sliced: speed(last) * last / k.
   double at(int k) const;

@@ -12,6 +12,15 @@ namespace {
 constexpr auto kPollInterval = std::chrono::microseconds(50);
 }  // namespace
 
+void wait_politely(CommRequest& request) {
+  auto pause = std::chrono::microseconds(2);
+  while (!request.done()) {
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(100));
+  }
+  request.wait();
+}
+
 SendProgress::SendProgress() : thread_([this] { loop(); }) {}
 
 SendProgress::~SendProgress() {

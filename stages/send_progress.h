@@ -1,12 +1,11 @@
-// Completes a stage's non-blocking sends while it computes: a helper thread tests the pending requests
-// every 50 us (each test drives MPI's progress) until they are done, then sleeps until more come. The
-// CPU backend's MPI without a single-copy mechanism (containers, CI) moves a message above its eager
-// limit only inside an MPI call of the sender, so without this the next pipeline stage waits for the
-// sender's whole next micro-batch. Needs MPI_THREAD_MULTIPLE (MpiRuntime asks for it; available()
-// says whether MPI gave it); the requests are touched only under the lock.
+// How a CPU stage waits and sends. wait_politely: a long receive without spinning a core (MPI's blocking
+// calls busy-poll, starving ranks that share the CPU). SendProgress: a helper thread tests the pending sends
+// every 50 us until done (MPI without single-copy moves a message above its eager limit only inside a call
+// of its sender). Needs MPI_THREAD_MULTIPLE (available()); requests are touched only under the lock.
 #pragma once
 
 #include <condition_variable>
+#include <cstddef>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -14,6 +13,13 @@
 #include "runtime/dist/communicator.h"
 
 namespace conveyor {
+
+// Pipeline messages on the CPU backend go in pieces of at most this (MpiCommunicator::set_message_limit):
+// under the eager limit of Open MPI's shared-memory transport (4 KiB with its headers) and of MPICH's.
+constexpr size_t kCpuMessageBytes = 4000;
+
+// Tests `request` with sleeps between (2 us doubling to 100 us) until it is done, then waits it.
+void wait_politely(CommRequest& request);
 
 class SendProgress {
  public:

@@ -2,6 +2,8 @@
 #include "stages/sim/schedule_sim.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <limits>
 #include <deque>
@@ -150,12 +152,22 @@ class EventLoop {
       if (e.kind == Event::kTaskEnd) task_end(e);
       if (e.kind == Event::kArrive) {
         flight(e.flight).arrived[e.stage] = true;
-        try_start(e.stage, e.t);
+        try_start(e.stage, e.t, true);
+      }
+      if (e.kind == Event::kStart) {
+        tasks_[e.stage].receiving = false;
+        begin(e.stage, e.t, e.flight);
       }
       if (e.kind == Event::kResult) {
         flight(e.flight).ready = true;
-        if (waiting_ && e.flight == front_) leader(e.t);
+        if (waiting_ && e.flight == front_) {
+          waiting_ = false;
+          const double d = P_ > 1 ? hop(0) : 0.0;  // one stage: the result is the leader's own
+          if (d > 0) push(Event::kWake, e.t + d, 0, e.flight);
+          else leader(e.t);
+        }
       }
+      if (e.kind == Event::kWake) leader(e.t);
     }
     r_->plans = sched_.stats().plans;
     r_->preemptions = sched_.stats().preemptions;
@@ -176,13 +188,14 @@ class EventLoop {
     bool ready = false;  // its result is at the leader
   };
   struct Task {
-    bool busy = false;
+    bool busy = false;       // computing
+    bool receiving = false;  // taking its next plan's messages (CoreSharing's hop), not computing
     int64_t flight = 0;
     double start = 0, end = 0, rate = 1;
     uint64_t version = 0;
   };
   struct Event {
-    enum Kind { kTaskEnd, kArrive, kResult } kind;
+    enum Kind { kTaskEnd, kArrive, kStart, kResult, kWake } kind;
     double t;
     uint64_t order;  // ties: in the order pushed
     size_t stage;
@@ -257,20 +270,34 @@ class EventLoop {
     }
   }
 
-  void try_start(size_t s, double t) {
+  // `woken`: the plan has just arrived (a stage that waits for it must be woken); otherwise the stage has
+  // just finished its previous plan and takes the next, already there, at once.
+  void try_start(size_t s, double t, bool woken = false) {
     Task& task = tasks_[s];
-    if (task.busy || queue_[s].empty() || !flight(queue_[s].front()).arrived[s]) return;
-    task.busy = true;
-    task.flight = queue_[s].front();
+    if (task.busy || task.receiving || queue_[s].empty() || !flight(queue_[s].front()).arrived[s]) return;
+    const int64_t f = queue_[s].front();
     queue_[s].pop_front();
+    const double d = s > 0 ? hop(s) : 0.0;
+    if (d > 0) {
+      task.receiving = true;
+      push(Event::kStart, t + d, s, f);
+    } else {
+      begin(s, t, f);
+    }
+  }
+
+  void begin(size_t s, double t, int64_t f) {
+    Task& task = tasks_[s];
+    task.busy = true;
+    task.flight = f;
     task.start = t;
     task.rate = 1;
-    task.end = t + flight(task.flight).t[s].work();
+    task.end = t + flight(f).t[s].work();
     if (model_.sharing().any()) {
       task.rate = 0;  // set by share()
       share(model_.node_of(s), t);
     } else {
-      push(Event::kTaskEnd, task.end, s, task.flight, ++task.version);
+      push(Event::kTaskEnd, task.end, s, f, ++task.version);
     }
   }
 
@@ -299,6 +326,7 @@ class EventLoop {
     const StageTime& st = flight(task.flight).t[s];
     // The wall time splits over the parts as their work does (all run at the task's rate).
     const double stretch = model_.sharing().any() && st.work() > 0 ? (e.t - task.start) / st.work() : 1.0;
+    if (std::getenv("SIMTRACE")) { static FILE* f = std::fopen(std::getenv("SIMTRACE"), "w"); std::fprintf(f, "%zu %lld %.6f %.6f %.6f %zu\n", s, (long long)task.flight, task.start, e.t, st.work(), flight(task.flight).plan.num_tokens()); std::fflush(f); }
     SimStage& out = r_->stages[s];
     out.compute_s += st.compute * stretch;
     out.allreduce_s += st.allreduce * stretch;
@@ -313,6 +341,18 @@ class EventLoop {
     if (model_.sharing().any()) share(model_.node_of(s), e.t);
     try_start(s, e.t);
     if (s == 0) leader(e.t);
+  }
+
+  // How long a rank of `stage` takes to have a message in hand once it turns to it (CoreSharing: a
+  // wake-up and MPI's receive, longer while the node's CPUs are all computing); 0 on GPUs.
+  double hop(size_t stage) const {
+    const CoreSharing& c = model_.sharing();
+    if (!c.any()) return 0.0;
+    const int node = model_.node_of(stage);
+    int computing = 0;
+    for (size_t s = 0; s < tasks_.size(); ++s)
+      if (tasks_[s].busy && s != stage) computing += model_.ranks_on(node, s);
+    return computing >= c.cpus ? c.busy_hop_s : c.hop_s;
   }
 
   const PipelineModel& model_;
