@@ -29,16 +29,9 @@ using testing::compare_all;
 using testing::random_floats;
 using testing::round_all;
 
-struct Case {
-  std::string name;
-  int n_heads, n_kv_heads, head_dim, block_size, window;
-  std::vector<std::pair<int, int>> seqs;  // (cached history, new tokens) per sequence
-  int context_bound = 1;                  // > 1: grid sized for a bound, exact context in device memory
-};
-
-const std::vector<std::pair<int, int>> kMixed = {{0, 1},  {32, 1},  {999, 1}, {4999, 1}, {0, 7},
-                                                 {26, 7}, {993, 7}, {0, 100}, {900, 100}};
-const std::vector<std::pair<int, int>> kDecodes = {{0, 1}, {32, 1}, {999, 1}, {4999, 1}, {4000, 1}, {77, 1}};
+using Case = testing::AttentionCase;
+const auto& kMixed = testing::kMixedSeqs;
+const auto& kDecodes = testing::kDecodeSeqs;
 
 // Random codes, NaN codes replaced (a history slot holding NaN would make every output NaN).
 std::vector<uint8_t> random_codes(size_t n, uint64_t seed) {
@@ -51,42 +44,16 @@ std::vector<uint8_t> random_codes(size_t n, uint64_t seed) {
   return c;
 }
 
-// One test batch: block tables over a shuffled pool with a spare -1 entry, random code pools, inputs
-// rounded to the dtype.
-struct HostBatch {
-  PagedKvShape shape;
-  std::vector<int32_t> query_start{0}, positions, tables;
-  int max_blocks = 0, max_query_len = 0, max_context_len = 0;
+// One test batch: the shared paging layout, random code pools, inputs rounded to the dtype.
+struct HostBatch : testing::PagedLayout {
   std::vector<uint8_t> k_cache, v_cache;
   std::vector<float> q, k, v;
-  AttentionBatch batch() const {
-    return AttentionBatch{static_cast<int>(query_start.size()) - 1, query_start.data(), positions.data(),
-                          tables.data(), max_blocks};
-  }
 };
 
 HostBatch make_batch(const Case& c, DType dt, uint64_t seed) {
   HostBatch h;
   std::mt19937_64 rng(seed);
-  int total_blocks = 0;
-  for (auto [hist, fresh] : c.seqs) {
-    const int blocks = (hist + fresh + c.block_size - 1) / c.block_size;
-    total_blocks += blocks;
-    h.max_blocks = std::max(h.max_blocks, blocks + 1);
-    h.max_query_len = std::max(h.max_query_len, fresh);
-    h.max_context_len = std::max(h.max_context_len, hist + fresh);
-  }
-  h.shape = PagedKvShape{total_blocks + 5, c.block_size, c.n_kv_heads, c.head_dim};
-  std::vector<int32_t> ids(h.shape.num_blocks);
-  std::iota(ids.begin(), ids.end(), 0);
-  std::shuffle(ids.begin(), ids.end(), rng);
-  size_t next = 0;
-  for (auto [hist, fresh] : c.seqs) {
-    const int blocks = (hist + fresh + c.block_size - 1) / c.block_size;
-    for (int i = 0; i < h.max_blocks; ++i) h.tables.push_back(i < blocks ? ids[next++] : -1);
-    for (int p = hist; p < hist + fresh; ++p) h.positions.push_back(p);
-    h.query_start.push_back(h.query_start.back() + fresh);
-  }
+  static_cast<testing::PagedLayout&>(h) = testing::lay_out(c, rng);
   const size_t tokens = h.positions.size();
   h.k_cache = random_codes(h.shape.layer_elems(), seed + 1);
   h.v_cache = random_codes(h.shape.layer_elems(), seed + 2);

@@ -1,0 +1,19 @@
+# Sourced by this folder's call scripts on the H200 machine (from the project root): the Debian packages
+# it lacks (.gpu-deps, shared/gpu-machine/pack.sh, plus libxxhash), unpacked once into /opt/conveyor-deps
+# and kept while the machine stays warm; CUDA on PATH; Open MPI as root.
+d=/opt/conveyor-deps
+if [ -f .gpu-deps/unpack.sh ]; then
+  source .gpu-deps/unpack.sh
+else  # a later call on the same machine: the packages are unpacked already
+  export CMAKE_PREFIX_PATH=$d/usr Boost_ROOT=$d/usr BOOST_ROOT=$d/usr CPATH=$d/usr/include
+  export LIBRARY_PATH=$d/usr/lib/x86_64-linux-gnu LD_LIBRARY_PATH=$d/usr/lib/x86_64-linux-gnu
+  export PKG_CONFIG_PATH=$d/usr/lib/x86_64-linux-gnu/pkgconfig
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+sed -i "s|^prefix=/usr\$|prefix=$d/usr|" $d/usr/lib/x86_64-linux-gnu/pkgconfig/libxxhash.pc 2>/dev/null
+export PATH=/usr/local/cuda/bin:$PATH
+export CONVEYOR_CACHE=/tmp/conveyor-cache
+t0=${t0:-$(date +%s)}
+el() { echo "$(($(date +%s) - t0)) s"; }
+left() { echo $((${BUDGET_S:-585} - ($(date +%s) - t0))); }  # seconds left of this call
+mpi=(mpirun --oversubscribe -x NCCL_NVLS_ENABLE=0)
