@@ -29,6 +29,7 @@
 #include "runtime/dist/device.h"
 #include "runtime/engine/engine.h"
 #include "runtime/engine/request.h"
+#include "runtime/model/quantization.h"
 #include "runtime/model/spec.h"
 #include "stages/cpu_ceilings.h"
 #include "stages/partitioner.h"
@@ -200,18 +201,25 @@ RooflineDevice roofline_device(Backend backend) {
 // The run's lower bound on `dev` (see docs/bench.md): model FLOPs and bytes of an ideal run of the same
 // requests over all ranks' combined ceilings; share = that time / the measured time.
 json roofline(const ModelSpec& s, const TimedRun& run, double elapsed_s, int gpus, int64_t max_num_seqs,
-              const RooflineDevice& dev) {
+              const RooflineDevice& dev, bool kv_fp8) {
   const double kDtypeBytes = dev.dtype_bytes;
+  // On a GPU, FP8 linears keep 1-byte layer weights and run at twice the 16-bit tensor-core rate (the
+  // FP8 GEMM ceiling); an FP8 KV cache stores 1-byte K and V. The CPU backend computes in fp32.
+  const bool gpu = kDtypeBytes == 2, fp8_linears = gpu && s.quant.fp8_linears();
+  const double layer_weight_bytes = fp8_linears ? 1.0 : kDtypeBytes, linear_rate = fp8_linears ? 2.0 : 1.0;
+  const double kv_elem_bytes = gpu && kv_fp8 ? 1.0 : kDtypeBytes;
   const double L = static_cast<double>(s.layers);
   const double head_params = static_cast<double>(s.vocab) * s.hidden;
-  const double weight_bytes = (L * layer_params(s) + head_params) * kDtypeBytes;  // per pass; embedding rows only
-  const double kv_per_token = L * 2.0 * s.kv_heads * s.head_dim * kDtypeBytes;
-  double flops = 0, kv_bytes = 0, decode_tokens = 0, output_tokens = 0;
+  const double weight_bytes = L * layer_params(s) * layer_weight_bytes + head_params * kDtypeBytes;  // per pass
+  const double kv_per_token = L * 2.0 * s.kv_heads * s.head_dim * kv_elem_bytes;
+  double flops = 0, kv_bytes = 0, decode_tokens = 0, output_tokens = 0, bf16_equiv_flops = 0;
   for (const RequestTimes& r : run.requests) {
     const double p = static_cast<double>(r.prompt), o = static_cast<double>(r.output);
     const double fed = p + o - 1;  // the last output is never fed back
-    flops += 2.0 * L * layer_params(s) * fed + 2.0 * head_params * o +
-             L * 4.0 * s.heads * s.head_dim * fed * (fed + 1) / 2;  // attention: token j sees j + 1 keys
+    const double linear = 2.0 * L * layer_params(s) * fed;
+    const double rest = 2.0 * head_params * o + L * 4.0 * s.heads * s.head_dim * fed * (fed + 1) / 2;  // attention: token j sees j + 1 keys
+    flops += linear + rest;
+    bf16_equiv_flops += linear / linear_rate + rest;
     kv_bytes += kv_per_token * ((o - 1) * p + (o - 1) * o / 2);    // decode i (1..o-1) reads p + i positions
     decode_tokens += o - 1;
     output_tokens += o;
@@ -219,18 +227,20 @@ json roofline(const ModelSpec& s, const TimedRun& run, double elapsed_s, int gpu
   const double batch = static_cast<double>(std::min<int64_t>(max_num_seqs, static_cast<int64_t>(run.requests.size())));
   const double waves = std::ceil(static_cast<double>(run.requests.size()) / batch);
   const double passes = std::ceil(decode_tokens / batch) + waves;  // full-batch decode steps + one prefill per wave
-  const double compute_s = flops / (gpus * dev.flops);
+  const double compute_s = bf16_equiv_flops / (gpus * dev.flops);
   const double memory_s = (passes * weight_bytes + kv_bytes) / (gpus * dev.bandwidth);
   const double t = std::max(compute_s, memory_s);
   return {{"device", dev.name}, {"peak_tflops_per_gpu", dev.flops / 1e12},
-          {"peak_bandwidth_tb_s_per_gpu", dev.bandwidth / 1e12}, {"gpus", gpus}, {"dtype_bytes", kDtypeBytes}, {"model_flops", flops}, {"weight_bytes_per_pass", weight_bytes},
+          {"peak_bandwidth_tb_s_per_gpu", dev.bandwidth / 1e12}, {"gpus", gpus}, {"dtype_bytes", kDtypeBytes}, {"layer_weight_bytes", layer_weight_bytes},
+          {"kv_dtype_bytes", kv_elem_bytes}, {"model_flops", flops}, {"weight_bytes_per_pass", weight_bytes},
           {"weight_passes", passes}, {"kv_read_bytes", kv_bytes}, {"compute_time_s", compute_s},
           {"memory_time_s", memory_s}, {"time_s", t}, {"bound", compute_s > memory_s ? "compute" : "memory"},
           {"output_tokens_per_s", output_tokens / t}, {"share", t / elapsed_s},
           {"method", "ideal run of the same requests at batch min(max_num_seqs, requests) over all GPUs: "
                      "max(FLOPs / (gpus * peak FLOP/s), (weight passes * weight bytes + KV read) / (gpus * peak "
                      "bandwidth)); FLOPs = 2 * layer params * fed tokens + 2 * LM head * outputs + attention "
-                     "4 * heads * head_dim per (token, key); one weight pass per decode step and per prefill wave"}};
+                     "4 * heads * head_dim per (token, key); one weight pass per decode step and per prefill wave; "
+                     "FP8 linears: 1-byte layer weights at twice the peak FLOP/s; FP8 KV: 1-byte K/V"}};
 }
 
 // Collective: every rank's peak resident host memory, on rank 0.
@@ -357,8 +367,11 @@ void add_details(json& out, const Details& d) {
   out["peak_memory"] = {{"host_max_rss_bytes", d.rss}};
   out["output_tokens_per_second_per_gpu"] = out["output_tokens_per_second"].get<double>() / gpus;
   const Backend backend = resolve_backend(cfg.get_string("runtime.backend"));
-  out["roofline"] = roofline(d.spec, d.runs.back(), elapsed, gpus, cfg.get_int("scheduler.max_num_seqs"),
-                             roofline_device(backend));
+  const std::string kv_dtype = cfg.get_string("cache.kv_cache_dtype");
+  ModelSpec run_spec = d.spec;  // as the stages run it: --quantization fp8 applied
+  apply_quantization_flag(run_spec.quant, cfg.get_string("model.quantization"));
+  out["roofline"] = roofline(run_spec, d.runs.back(), elapsed, gpus, cfg.get_int("scheduler.max_num_seqs"),
+                             roofline_device(backend), kv_dtype == "fp8" || kv_dtype == "fp8_e4m3");
   out["backend"] = backend_name(backend);
   out["model"] = {{"shape", d.spec.source}, {"load_format", cfg.get_string("model.load_format")},
                   {"dtype", cfg.get_string("model.dtype")}};

@@ -59,6 +59,7 @@ LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const Dev
   p.workload.micro_batches = opt.micro_batches;
   // The plan is for 16-bit GPUs: a KV element takes 2 bytes, 1 with --kv-cache-dtype fp8.
   p.workload.kv_dtype_bytes = static_cast<int>(opt.kv_elem_bytes(DType::kBF16));
+  p.workload.weight_dtype_bytes = opt.quantized(spec).quant.fp8_linears() ? 1 : 2;  // FP8 linears: e4m3 weights
   CONVEYOR_CHECK(p.workload.batch >= 1 && context >= 1, "the planned batch (", p.workload.batch, ") and context (",
                  context, ") must be >= 1");
   check_layout(opt, spec);

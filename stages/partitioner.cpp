@@ -77,12 +77,12 @@ double small_kernels_s(const DeviceCeilings& dev, int kernels, double bytes) {
 
 // One layer's parts at `m` GEMM rows reading `kv_bytes` of KV in decode attention.
 DecodeParts layer_parts(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double m, double kv_bytes) {
-  const double ab = w.dtype_bytes, tp = w.tensor;
+  const double ab = w.dtype_bytes, wb = w.weight_dtype_bytes, tp = w.tensor;
   const double hidden = s.hidden, q = static_cast<double>(s.q_size()) / tp;
   const double kv = kv_heads_per_rank(s, w.tensor) * s.head_dim, inter = s.intermediate / tp;
   DecodeParts p;
-  p.gemm = gemm_s(dev, m, q + 2.0 * kv, hidden, ab, ab) + gemm_s(dev, m, hidden, q, ab, ab) +
-           gemm_s(dev, m, 2.0 * inter, hidden, ab, ab) + gemm_s(dev, m, hidden, inter, ab, ab);
+  p.gemm = gemm_s(dev, m, q + 2.0 * kv, hidden, wb, ab) + gemm_s(dev, m, hidden, q, wb, ab) +
+           gemm_s(dev, m, 2.0 * inter, hidden, wb, ab) + gemm_s(dev, m, hidden, inter, wb, ab);
   static_assert(kGemmsPerLayer == 4, "the sum above names each projection");
   p.attention = dev.measured.attention_decode.measured() ? dev.measured.attention_decode.time(kv_bytes)
                                                          : kv_bytes / dev.bandwidth;
@@ -124,7 +124,7 @@ double layer_time(const ModelSpec& s, const Workload& w, const DeviceCeilings& d
   double attn_flops = 4.0 * tokens * w.context * s.heads * s.head_dim / w.tensor;
   double flops = 2.0 * tokens * params + attn_flops;
   double kv_read = tokens * w.context * kv_layer_token_bytes(s, w.tensor, w.kv_dtype_bytes);
-  double bytes = params * w.dtype_bytes + kv_read;
+  double bytes = params * w.weight_dtype_bytes + kv_read;
   return roofline(flops, bytes, dev);
 }
 
@@ -162,7 +162,7 @@ StepTimes step_times(const ModelSpec& s, const Workload& w, const DeviceCeilings
     t.embed = measured_embed(s, wd, dev, rows).total();
   } else {
     const double params = layer_params(s) / w.tensor;
-    t.layer = roofline(2.0 * rows * params + attn_flops, params * w.dtype_bytes + kv_read, dev);
+    t.layer = roofline(2.0 * rows * params + attn_flops, params * w.weight_dtype_bytes + kv_read, dev);
     t.embed = roofline(0, rows * s.hidden * w.dtype_bytes * 2.0, dev);
   }
   return t;
@@ -237,7 +237,7 @@ PartitionPlan plan_partition(const ModelSpec& spec, const Workload& w, const Dev
   }
 
   PartitionPlan plan;
-  double layer_w = layer_params(spec) / w.tensor * w.dtype_bytes;
+  double layer_w = layer_params(spec) / w.tensor * w.weight_dtype_bytes;
   double head_w = static_cast<double>(spec.vocab) * spec.hidden / w.tensor * w.dtype_bytes;
   double kv_per_layer_token = kv_layer_token_bytes(spec, w.tensor, w.kv_dtype_bytes);
   int layer = 0;

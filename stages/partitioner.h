@@ -35,7 +35,8 @@ struct Workload {
   int pipeline = 1;
   int tensor = 1;
   int micro_batches = 0;      // 0: = pipeline
-  int dtype_bytes = 2;        // weights and activations
+  int dtype_bytes = 2;        // activations, embeddings and the LM head
+  int weight_dtype_bytes = 2; // a layer linear's weight element: 1 with FP8 linears (--quantization fp8)
   int kv_dtype_bytes = 2;     // a cached K or V element: 1 with --kv-cache-dtype fp8 (StageOptions::kv_elem_bytes)
 };
 

@@ -1,18 +1,20 @@
 # Body of batch_signal.sh (one rank), batch_signal_mpi.sh (a 2-rank pipeline under mpirun) and
 # batch_signal_gpu_mpi.sh (the same on CUDA ranks); the caller sets `bin`, `launch`, `layout` and
 # `stop_signals`, and may set `kill_ranks` (the ranks kill -9 hits in turn; default 1) and
-# `same_texts=0` (only every custom_id once: bf16 greedy text may follow another batch composition). Under mpirun the signals go to mpirun (as Slurm's would go
-# to srun), and kill -9 hits one rank: every rank must exit, non-zero, without hanging.
+# `same_texts=0` (only every custom_id once: bf16 greedy text may follow another batch composition) and
+# `n_requests` (default 32; a GPU finishes 32 before a signal lands, so its caller asks for more).
+# Under mpirun the signals go to mpirun (as Slurm's would go to srun), and kill -9 hits one rank: every rank must exit, non-zero, without hanging.
 # SIGTERM in the middle of a batch job: the job stops within seconds with exit status 75 and a line
 # saying how many are done and that rerunning resumes; the rerun completes the job; the final output holds
 # every custom_id exactly once with the same greedy texts as an uninterrupted run. The same after kill -9
 # (no chance to flush: a torn last line is dropped on resume).
 source "$(dirname "${BASH_SOURCE[0]}")/common.bash"
+n_requests=${n_requests:-32}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-python3 - > "$tmp/in.jsonl" <<'PY'
-import json
-for i in range(32):
+python3 - "$n_requests" > "$tmp/in.jsonl" <<'PY'
+import json, sys
+for i in range(int(sys.argv[1])):
     body = {"prompt": f"Story number {i}: once upon a time", "max_tokens": 4 + (i * 7) % 40, "temperature": 0}
     print(json.dumps({"custom_id": f"r{i}", "method": "POST", "url": "/v1/completions", "body": body}))
 PY
@@ -67,11 +69,12 @@ interrupt_and_resume() {  # <signal> <output> [rank to kill -9]
   fi
   local before
   before=$(wc -l < "$out")
-  [ "$before" -lt 32 ] || { echo "FAIL: the job finished before the signal; make it longer"; return 1; }
+  [ "$before" -lt "$n_requests" ] || { echo "FAIL: the job finished before the signal; make it longer"; return 1; }
   job "$out" || { echo "FAIL: rerun after $sig exited $?"; cat "$out.log"; return 1; }
-  python3 - "$tmp/full.jsonl" "$out" "$before" "$sig" "${same_texts:-1}" <<'PY'
+  python3 - "$tmp/full.jsonl" "$out" "$before" "$sig" "${same_texts:-1}" "$n_requests" <<'PY'
 import json, sys
 full_path, out_path, before, sig, same = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
+n = int(sys.argv[6])
 def texts(path):
     out = {}
     for line in open(path):
@@ -80,11 +83,11 @@ def texts(path):
         out[o["custom_id"]] = o["response"]["body"]["choices"][0]["text"]
     return out
 full, resumed = texts(full_path), texts(out_path)
-assert sorted(resumed) == sorted(full) and len(full) == 32, (len(resumed), len(full))
+assert sorted(resumed) == sorted(full) and len(full) == n, (len(resumed), len(full))
 diff = [k for k in full if full[k] != resumed[k]]
 assert not (same and diff), diff
-print(f"SIG{sig}: interrupted after {before}/32, rerun completed; every custom_id once" +
-      ("; texts equal the uninterrupted run" if same else f"; {len(full) - len(diff)}/32 texts equal"))
+print(f"SIG{sig}: interrupted after {before}/{n}, rerun completed; every custom_id once" +
+      ("; texts equal the uninterrupted run" if same else f"; {len(full) - len(diff)}/{n} texts equal"))
 PY
 }
 for sig in "${stop_signals[@]}"; do

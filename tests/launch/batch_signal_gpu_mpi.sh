@@ -10,4 +10,5 @@ layout=(-pp 2 --set runtime.backend=cuda)
 stop_signals=(USR1)
 kill_ranks=(1 0)
 same_texts=0
+n_requests=256  # 32 requests take ~1 s on an H200: done before the signal lands
 source "$(dirname "${BASH_SOURCE[0]}")/batch_signal_body.bash"

@@ -112,6 +112,29 @@ TEST(LayoutPlan, WorkloadComesFromTheOptions) {
   EXPECT_EQ(Workload{}.context, plan_layout(o, spec, DeviceCeilings{}).workload.context);  // the run's context
 }
 
+// --quantization fp8: the layer linears' weights take one byte per parameter (e4m3), embeddings and the LM
+// head keep two, so each stage plans the weights it really holds and the KV room that leaves.
+TEST(LayoutPlan, Fp8LinearsTakeOneBytePerLayerWeight) {
+  StageOptions o;
+  o.pipeline = 2;
+  o.tensor = 4;
+  o.partition = {40, 40};
+  const ModelSpec spec = llama3_70b();
+  const LayoutPlan bf16 = plan_layout(o, spec, DeviceCeilings{});
+  o.quantization = "fp8";
+  const LayoutPlan fp8 = plan_layout(o, spec, DeviceCeilings{});
+  EXPECT_EQ(bf16.workload.weight_dtype_bytes, 2);
+  EXPECT_EQ(fp8.workload.weight_dtype_bytes, 1);
+  const double head = static_cast<double>(spec.vocab) * spec.hidden / 4 * 2;  // bf16, per tp rank
+  for (size_t s = 0; s < 2; ++s) {
+    const StageCost& a = bf16.partition.stages[s];
+    const StageCost& b = fp8.partition.stages[s];
+    EXPECT_DOUBLE_EQ(b.weight_bytes - head, (a.weight_bytes - head) / 2) << "stage " << s;
+    EXPECT_GT(b.kv_tokens, a.kv_tokens) << "stage " << s;
+    EXPECT_DOUBLE_EQ(b.kv_bytes_per_token, a.kv_bytes_per_token);
+  }
+}
+
 // The same config with --kv-cache-dtype fp8: one byte per KV element, so every stage holds twice the KV
 // tokens of bf16 (weights unchanged), and the printed plan says which KV dtype it planned.
 TEST(LayoutPlan, Fp8KvCacheDoublesTheKvTokens) {

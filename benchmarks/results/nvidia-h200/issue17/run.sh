@@ -90,21 +90,6 @@ timeout 200 "${mpi[@]}" -np 2 "$bin" bench throughput --load-format dummy \
   > "$out/bench_pp2.txt" 2> "$out/bench_pp2.log" || fails=$((fails + 1))
 cat "$out/bench_pp2.txt" >> "$out/summary.txt"
 grep -E "data transport|GPU memory per rank" -A3 "$out/bench_pp2.log" | head -12 >> "$out/summary.txt"
-python3 - "$out/bench_pp2.trace.json" <<'PY' >> "$out/summary.txt" 2>&1
-import json, sys
-ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
-by = {}
-for e in ev:
-    by.setdefault(e["tid"], []).append(e)
-for tid, es in sorted(by.items()):
-    comp = sorted((e["ts"], e["ts"] + e["dur"]) for e in es if e["cat"] == "gpu compute")
-    xfer = [(e["ts"], e["ts"] + e["dur"]) for e in es if e["cat"] == "gpu transfer"]
-    if not comp:
-        continue
-    hidden = sum(max(0.0, min(b, d) - max(a, c)) for a, b in xfer for c, d in comp)
-    total = sum(b - a for a, b in xfer)
-    print(f"trace track {tid}: {len(comp)} gpu compute spans, {len(xfer)} transfers, "
-          f"{hidden / 1e3:.1f} of {total / 1e3:.1f} ms of transfer overlap compute")
-PY
+python3 benchmarks/trace_overlap.py "$out/bench_pp2.trace.json" >> "$out/summary.txt" 2>&1
 step "done: $fails failure(s)"
 exit $((fails > 0))
