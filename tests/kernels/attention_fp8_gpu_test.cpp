@@ -53,7 +53,7 @@ struct HostBatch : testing::PagedLayout {
 HostBatch make_batch(const Case& c, DType dt, uint64_t seed) {
   HostBatch h;
   std::mt19937_64 rng(seed);
-  static_cast<testing::PagedLayout&>(h) = testing::lay_out(c, rng);
+  static_cast<testing::PagedLayout&>(h) = testing::lay_out(c.seqs, c.block_size, c.n_kv_heads, c.head_dim, rng);
   const size_t tokens = h.positions.size();
   h.k_cache = random_codes(h.shape.layer_elems(), seed + 1);
   h.v_cache = random_codes(h.shape.layer_elems(), seed + 2);

@@ -15,6 +15,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/fp8.h"
 #include "runtime/core/error.h"
+#include "tests/kernels/paged_layout.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
@@ -50,45 +51,12 @@ struct Geometry {
   int n_heads, n_kv_heads, head_dim, block_size, window;
 };
 
-// A batch of sequences (cached history, new tokens) over a shuffled pool with a spare -1 entry per table.
-struct Batch {
-  PagedKvShape shape;
-  std::vector<int32_t> query_start{0}, positions, tables;
-  int max_blocks = 0;
-  AttentionBatch view() const {
-    AttentionBatch b;
-    b.num_seqs = static_cast<int>(query_start.size()) - 1;
-    b.query_start = query_start.data();
-    b.positions = positions.data();
-    b.block_tables = tables.data();
-    b.max_blocks_per_seq = max_blocks;
-    return b;
-  }
-  size_t tokens() const { return positions.size(); }
-};
+using Batch = testing::PagedLayout;
 
 Batch make_batch(const Geometry& g, const std::vector<std::pair<int, int>>& seqs, uint64_t seed) {
-  Batch b;
-  int total = 0;
-  for (auto [hist, fresh] : seqs) {
-    const int blocks = (hist + fresh + g.block_size - 1) / g.block_size;
-    total += blocks;
-    b.max_blocks = std::max(b.max_blocks, blocks + 1);
-  }
-  b.shape = PagedKvShape{total + 3, g.block_size, g.n_kv_heads, g.head_dim};
-  std::vector<int32_t> ids(static_cast<size_t>(b.shape.num_blocks));
-  std::iota(ids.begin(), ids.end(), 0);
-  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));
-  size_t next = 0;
-  for (auto [hist, fresh] : seqs) {
-    const int blocks = (hist + fresh + g.block_size - 1) / g.block_size;
-    for (int i = 0; i < b.max_blocks; ++i) b.tables.push_back(i < blocks ? ids[next++] : -1);
-    for (int p = hist; p < hist + fresh; ++p) b.positions.push_back(p);
-    b.query_start.push_back(b.query_start.back() + fresh);
-  }
-  return b;
+  std::mt19937_64 rng(seed);
+  return testing::lay_out(seqs, g.block_size, g.n_kv_heads, g.head_dim, rng);
 }
-
 // A pool of random codes (history and garbage alike), never NaN codes, so reads of history are finite.
 std::vector<uint8_t> random_codes(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -117,7 +85,7 @@ TEST(Fp8KvWrite, CodesAreTheNearestOfXOverScale) {
   const std::vector<float> k = random_floats(b.tokens() * row, 2, -6.f, 6.f);
   const std::vector<float> v = random_floats(b.tokens() * row, 3, -2.f, 2.f);
   std::vector<uint8_t> kc(b.shape.layer_elems(), 0x55), vc(b.shape.layer_elems(), 0x55);
-  write_kv_cache_fp8_ref(kc.data(), vc.data(), k.data(), v.data(), b.view(), b.shape, scales);
+  write_kv_cache_fp8_ref(kc.data(), vc.data(), k.data(), v.data(), b.batch(), b.shape, scales);
   std::vector<bool> written(kc.size(), false);
   int saturated = 0;
   for (size_t s = 0; s + 1 < b.query_start.size(); ++s) {
@@ -148,7 +116,7 @@ TEST(Fp8KvWrite, SaturatesAndKeepsNaN) {
   const std::vector<float> k = {1e4f, -1e4f, inf, -inf, nan, 448.f, 449.f, -0.f};
   const std::vector<float> v = {0.f, 1e-30f, -1e-30f, 465.f, 464.f, 2.f, nan, 1.f};
   std::vector<uint8_t> kc(b.shape.layer_elems()), vc(b.shape.layer_elems());
-  write_kv_cache_fp8_ref(kc.data(), vc.data(), k.data(), v.data(), b.view(), b.shape, KvScales{1.f, 1.f});
+  write_kv_cache_fp8_ref(kc.data(), vc.data(), k.data(), v.data(), b.batch(), b.shape, KvScales{1.f, 1.f});
   const size_t base = static_cast<size_t>(b.tables[0]) * g.block_size * b.shape.token_elems();
   const std::vector<uint8_t> want_k = {0x7e, 0xfe, 0x7e, 0xfe, 0x7f, 0x7e, 0x7e, 0x80};
   const std::vector<uint8_t> want_v = {0x00, 0x00, 0x80, 0x7e, 0x7e, 0x40, 0x7f, 0x38};
@@ -167,9 +135,9 @@ TEST(Fp8KvWrite, RefusesBadScalesAndPositionsBeforeWriting) {
   std::vector<uint8_t> kc(b.shape.layer_elems(), 0x11), vc(b.shape.layer_elems(), 0x11);
   for (const KvScales& s : {KvScales{0.f, 1.f}, KvScales{1.f, -1.f}, KvScales{std::nanf(""), 1.f},
                             KvScales{1.f, std::numeric_limits<float>::infinity()}})
-    EXPECT_THROW(write_kv_cache_fp8_ref(kc.data(), vc.data(), k.data(), v.data(), b.view(), b.shape, s), Error);
+    EXPECT_THROW(write_kv_cache_fp8_ref(kc.data(), vc.data(), k.data(), v.data(), b.batch(), b.shape, s), Error);
   b.tables[0] = b.shape.num_blocks;  // outside the pool
-  EXPECT_THROW(write_kv_cache_fp8_ref(kc.data(), vc.data(), k.data(), v.data(), b.view(), b.shape, KvScales{}), Error);
+  EXPECT_THROW(write_kv_cache_fp8_ref(kc.data(), vc.data(), k.data(), v.data(), b.batch(), b.shape, KvScales{}), Error);
   EXPECT_TRUE(std::all_of(kc.begin(), kc.end(), [](uint8_t c) { return c == 0x11; }));
 }
 
@@ -186,10 +154,10 @@ void expect_equal_to_decoded(const Geometry& g, const std::vector<std::pair<int,
   const std::vector<float> q = random_floats(b.tokens() * q_row, seed + 5, -2.f, 2.f);
   const AttentionParams p{g.n_heads, 1.f / std::sqrt(static_cast<float>(g.head_dim)), g.window};
   std::vector<float> got(b.tokens() * q_row);
-  attention_fp8_ref(got.data(), q.data(), k.data(), v.data(), kc.data(), vc.data(), b.view(), b.shape, p, scales);
+  attention_fp8_ref(got.data(), q.data(), k.data(), v.data(), kc.data(), vc.data(), b.batch(), b.shape, p, scales);
   const std::vector<float> kf = decode(kc, scales.k), vf = decode(vc, scales.v);
   std::vector<float> want(got.size());
-  paged_attention_ref(want.data(), q.data(), kf.data(), vf.data(), b.view(), b.shape, p);
+  paged_attention_ref(want.data(), q.data(), kf.data(), vf.data(), b.batch(), b.shape, p);
   EXPECT_EQ(compare_all(got, want, 0.f, 0.f), "");
 }
 
@@ -212,7 +180,7 @@ TEST(Fp8KvAttention, ChunkedPrefillEqualsOnePrefill) {
   const KvScales scales{0.004f, 0.003f};
   std::vector<uint8_t> kc(whole.shape.layer_elems()), vc(whole.shape.layer_elems());
   std::vector<float> once(n * q_row), chunked(n * q_row);
-  attention_fp8_ref(once.data(), q.data(), k.data(), v.data(), kc.data(), vc.data(), whole.view(), whole.shape, p,
+  attention_fp8_ref(once.data(), q.data(), k.data(), v.data(), kc.data(), vc.data(), whole.batch(), whole.shape, p,
                     scales);
   std::vector<uint8_t> kc2(kc.size(), 0x33), vc2(vc.size(), 0x33);
   for (int begin = 0; begin < n;) {
@@ -221,7 +189,7 @@ TEST(Fp8KvAttention, ChunkedPrefillEqualsOnePrefill) {
     part.query_start = {0, len};
     part.positions.assign(whole.positions.begin() + begin, whole.positions.begin() + begin + len);
     attention_fp8_ref(chunked.data() + begin * q_row, q.data() + begin * q_row, k.data() + begin * row,
-                      v.data() + begin * row, kc2.data(), vc2.data(), part.view(), part.shape, p, scales);
+                      v.data() + begin * row, kc2.data(), vc2.data(), part.batch(), part.shape, p, scales);
     begin += len;
   }
   EXPECT_EQ(compare_all(chunked, once, 0.f, 0.f), "");
@@ -242,8 +210,8 @@ TEST(Fp8KvAttention, CloseToUnquantizedAttention) {
   quantize_fp8_static_ref(kc.data(), kf.data(), static_cast<int64_t>(kf.size()), scales.k);
   quantize_fp8_static_ref(vc.data(), vf.data(), static_cast<int64_t>(vf.size()), scales.v);
   std::vector<float> fp8(b.tokens() * q_row), fp32(fp8.size());
-  attention_fp8_ref(fp8.data(), q.data(), k.data(), v.data(), kc.data(), vc.data(), b.view(), b.shape, p, scales);
-  attention_ref(fp32.data(), q.data(), k.data(), v.data(), kf.data(), vf.data(), b.view(), b.shape, p);
+  attention_fp8_ref(fp8.data(), q.data(), k.data(), v.data(), kc.data(), vc.data(), b.batch(), b.shape, p, scales);
+  attention_ref(fp32.data(), q.data(), k.data(), v.data(), kf.data(), vf.data(), b.batch(), b.shape, p);
   // e4m3 keeps 3 mantissa bits (relative error <= 1/16 per element): outputs in [-1, 1] move by a few
   // hundredths at worst, about 0.01 on average.
   EXPECT_EQ(compare_all(fp8, fp32, 0.1f, 0.f), "");

@@ -4,17 +4,14 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <numeric>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "kernels/cpu/attention.h"
 #include "kernels/dtype.h"
 #include "runtime/core/cuda_buffer.h"
+#include "tests/kernels/paged_layout.h"
 
 namespace conveyor::testing {
 
@@ -59,46 +56,5 @@ inline const std::vector<std::pair<int, int>> kMixedSeqs = {{0, 1},  {32, 1},  {
                                                             {26, 7}, {993, 7}, {0, 100}, {900, 100}};
 inline const std::vector<std::pair<int, int>> kDecodeSeqs = {{0, 1},    {32, 1},    {999, 1},
                                                              {4999, 1}, {4000, 1}, {77, 1}};
-
-// The host side of a batch's paging: block tables over a shuffled pool (5 spare blocks) with one spare
-// -1 entry per sequence, positions and query starts.
-struct PagedLayout {
-  PagedKvShape shape;
-  std::vector<int32_t> query_start{0}, positions, tables;
-  int max_blocks = 0, max_query_len = 0, max_context_len = 0;
-  AttentionBatch batch() const {
-    AttentionBatch b;
-    b.num_seqs = static_cast<int>(query_start.size()) - 1;
-    b.query_start = query_start.data();
-    b.positions = positions.data();
-    b.block_tables = tables.data();
-    b.max_blocks_per_seq = max_blocks;
-    return b;
-  }
-};
-
-inline PagedLayout lay_out(const AttentionCase& c, std::mt19937_64& rng) {
-  PagedLayout h;
-  int total_blocks = 0;
-  for (auto [hist, fresh] : c.seqs) {
-    const int blocks = (hist + fresh + c.block_size - 1) / c.block_size;
-    total_blocks += blocks;
-    h.max_blocks = std::max(h.max_blocks, blocks + 1);  // one spare entry stays -1
-    h.max_query_len = std::max(h.max_query_len, fresh);
-    h.max_context_len = std::max(h.max_context_len, hist + fresh);
-  }
-  h.shape = PagedKvShape{total_blocks + 5, c.block_size, c.n_kv_heads, c.head_dim};
-  std::vector<int32_t> ids(h.shape.num_blocks);
-  std::iota(ids.begin(), ids.end(), 0);
-  std::shuffle(ids.begin(), ids.end(), rng);
-  size_t next = 0;
-  for (auto [hist, fresh] : c.seqs) {
-    const int blocks = (hist + fresh + c.block_size - 1) / c.block_size;
-    for (int i = 0; i < h.max_blocks; ++i) h.tables.push_back(i < blocks ? ids[next++] : -1);
-    for (int p = hist; p < hist + fresh; ++p) h.positions.push_back(p);
-    h.query_start.push_back(h.query_start.back() + fresh);
-  }
-  return h;
-}
 
 }  // namespace conveyor::testing

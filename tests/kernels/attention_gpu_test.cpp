@@ -43,7 +43,7 @@ struct HostBatch : testing::PagedLayout {
 HostBatch make_batch(const Case& c, DType dt, uint64_t seed) {
   HostBatch h;
   std::mt19937_64 rng(seed);
-  static_cast<testing::PagedLayout&>(h) = testing::lay_out(c, rng);
+  static_cast<testing::PagedLayout&>(h) = testing::lay_out(c.seqs, c.block_size, c.n_kv_heads, c.head_dim, rng);
   const size_t tokens = h.positions.size();
   // The whole pool is random: history slots hold "earlier" K/V, the rest is garbage nobody may read.
   h.k_cache = random_floats(h.shape.layer_elems(), seed + 1);
