@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <utility>
+
 #include "runtime/config/config.h"
 #include "runtime/core/error.h"
 #include "tests/runtime/model/formats_test_util.h"
@@ -112,17 +115,23 @@ TEST(LayoutPlan, WorkloadComesFromTheOptions) {
   EXPECT_EQ(Workload{}.context, plan_layout(o, spec, DeviceCeilings{}).workload.context);  // the run's context
 }
 
-// --quantization fp8: the layer linears' weights take one byte per parameter (e4m3), embeddings and the LM
-// head keep two, so each stage plans the weights it really holds and the KV room that leaves.
-TEST(LayoutPlan, Fp8LinearsTakeOneBytePerLayerWeight) {
+// Llama-3-70B at pp 2 x tp 4 split 40/40 (an FP8 choice may move the split itself: compare like with
+// like), planned as given and after `change`.
+std::pair<LayoutPlan, LayoutPlan> plan_70b_pp2_tp4(const std::function<void(StageOptions&)>& change) {
   StageOptions o;
   o.pipeline = 2;
   o.tensor = 4;
   o.partition = {40, 40};
+  const LayoutPlan before = plan_layout(o, llama3_70b(), DeviceCeilings{});
+  change(o);
+  return {before, plan_layout(o, llama3_70b(), DeviceCeilings{})};
+}
+
+// --quantization fp8: the layer linears' weights take one byte per parameter (e4m3), embeddings and the LM
+// head keep two, so each stage plans the weights it really holds and the KV room that leaves.
+TEST(LayoutPlan, Fp8LinearsTakeOneBytePerLayerWeight) {
   const ModelSpec spec = llama3_70b();
-  const LayoutPlan bf16 = plan_layout(o, spec, DeviceCeilings{});
-  o.quantization = "fp8";
-  const LayoutPlan fp8 = plan_layout(o, spec, DeviceCeilings{});
+  const auto [bf16, fp8] = plan_70b_pp2_tp4([](StageOptions& o) { o.quantization = "fp8"; });
   EXPECT_EQ(bf16.workload.weight_dtype_bytes, 2);
   EXPECT_EQ(fp8.workload.weight_dtype_bytes, 1);
   const double head = static_cast<double>(spec.vocab) * spec.hidden / 4 * 2;  // bf16, per tp rank
@@ -138,14 +147,8 @@ TEST(LayoutPlan, Fp8LinearsTakeOneBytePerLayerWeight) {
 // The same config with --kv-cache-dtype fp8: one byte per KV element, so every stage holds twice the KV
 // tokens of bf16 (weights unchanged), and the printed plan says which KV dtype it planned.
 TEST(LayoutPlan, Fp8KvCacheDoublesTheKvTokens) {
-  StageOptions o;
-  o.pipeline = 2;
-  o.tensor = 4;
-  o.partition = {40, 40};  // the split itself may move (FP8 KV reads less per layer): compare like with like
   const ModelSpec spec = llama3_70b();
-  const LayoutPlan bf16 = plan_layout(o, spec, DeviceCeilings{});
-  o.kv_cache_dtype = "fp8";
-  const LayoutPlan fp8 = plan_layout(o, spec, DeviceCeilings{});
+  const auto [bf16, fp8] = plan_70b_pp2_tp4([](StageOptions& o) { o.kv_cache_dtype = "fp8"; });
   EXPECT_EQ(bf16.workload.kv_dtype_bytes, 2);
   EXPECT_EQ(fp8.workload.kv_dtype_bytes, 1);
   ASSERT_EQ(fp8.partition.stages.size(), 2u);
