@@ -2,12 +2,10 @@
 #include "stages/sim/schedule_sim.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cmath>
-#include <limits>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <queue>
 
 #include "runtime/core/error.h"
@@ -326,7 +324,6 @@ class EventLoop {
     const StageTime& st = flight(task.flight).t[s];
     // The wall time splits over the parts as their work does (all run at the task's rate).
     const double stretch = model_.sharing().any() && st.work() > 0 ? (e.t - task.start) / st.work() : 1.0;
-    if (std::getenv("SIMTRACE")) { static FILE* f = std::fopen(std::getenv("SIMTRACE"), "w"); std::fprintf(f, "%zu %lld %.6f %.6f %.6f %zu\n", s, (long long)task.flight, task.start, e.t, st.work(), flight(task.flight).plan.num_tokens()); std::fflush(f); }
     SimStage& out = r_->stages[s];
     out.compute_s += st.compute * stretch;
     out.allreduce_s += st.allreduce * stretch;
