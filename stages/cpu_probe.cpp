@@ -29,8 +29,8 @@
 #include "runtime/engine/step_plan.h"
 #include "runtime/sampling/sampler.h"
 #include "stages/cpu_ceilings.h"
+#include "stages/cpu_transport.h"
 #include "stages/device_profile.h"
-#include "stages/send_progress.h"
 
 namespace conveyor {
 namespace {
@@ -322,9 +322,9 @@ void polite_barrier(MPI_Comm comm) {
 }
 
 // One pipeline hop as a stage lives it: rank 0 of the node posts a micro-batch's three messages (header,
-// plan words, 4 KiB of hidden states: a decode step's) and goes on computing for kHopBusy while its
-// SendProgress completes them; rank 1, waiting as a stage waits (wait_politely), takes them. Seconds
-// from the send to rank 1 holding the hidden states, mean of kHops. With `cores_taken` ranks 2, 3, ...
+// plan words, 4 KiB of hidden states: a decode step's, in eager-sized pieces) and goes on computing for
+// kHopBusy, its sends completing without it; rank 1, waiting as a stage waits (wait_politely), takes
+// them. Seconds from the send to rank 1 holding the hidden states, mean of kHops. With `cores_taken` ranks 2, 3, ...
 // compute meanwhile so that, with the sender, the node's CPUs are all taken when rank 1 wakes.
 double hop_time(MpiCommunicator& comm, GemmBench& gemm, bool cores_taken) {
   const int rank = comm.rank();
@@ -342,14 +342,12 @@ double hop_time(MpiCommunicator& comm, GemmBench& gemm, bool cores_taken) {
     const auto t0 = Clock::now();
     if (rank == 0) {
       header = {std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count(), 64};
-      SendProgress progress;
       std::vector<std::unique_ptr<CommRequest>> sent;
       sent.push_back(comm.isend(header.data(), 2, DType::kI64, 1, nullptr));
       sent.push_back(comm.isend(words.data(), words.size(), DType::kI64, 1, nullptr));
       sent.push_back(comm.isend(hidden.data(), hidden.size(), DType::kF32, 1, nullptr));
-      progress.watch({sent[0].get(), sent[1].get(), sent[2].get()});
       compute(t0 + kHopBusy);
-      progress.drain();
+      for (auto& r : sent) r->wait();
     } else if (rank == 1) {
       wait_politely(*comm.irecv(header.data(), 2, DType::kI64, 0, nullptr));
       comm.recv(words.data(), words.size(), DType::kI64, 0, nullptr);
@@ -441,7 +439,7 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
           {"cpus", static_cast<int>(std::thread::hardware_concurrency())}, {"ranks", size}, {"speed", speed},
           {"points", points}, {"hop_us", hop * 1e6}, {"busy_hop_us", busy_hop * 1e6},
           {"hop_method", "a pipeline hop: rank 0 posts header, 64 plan words and 4 KiB of hidden states and computes "
-                         "on (its sends completed by SendProgress), rank 1 waits politely and receives them; mean "
+                         "on (eager-sized pieces, as the pipeline sends), rank 1 waits politely and receives them; mean "
                          "of 30 send-to-received times with the node's other ranks idle (hop_us) and with ranks 2, 3, "
                          "... computing so that the node's CPUs are all taken (busy_hop_us)"}};
 }

@@ -7,11 +7,9 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "runtime/core/error.h"
@@ -23,6 +21,7 @@
 #include "stages/architecture.h"
 #include "stages/cpu_model_runner.h"
 #include "stages/cpu_ops.h"
+#include "stages/cpu_transport.h"
 #include "stages/memory_table.h"
 #include "stages/layout_plan.h"
 #include "stages/partitioner.h"
@@ -35,7 +34,7 @@ namespace conveyor {
 namespace {
 
 // Arms the watchdog (when there is one) while alive, around a wait for a peer (wait_politely,
-// stages/send_progress.h, for one that may take long).
+// stages/cpu_transport.h, for one that may take long).
 class WaitGuard {
  public:
   WaitGuard(Watchdog* wd, const char* op, const std::string& context) {
@@ -46,6 +45,12 @@ class WaitGuard {
   std::optional<Watchdog::Scope> scope_;
 };
 
+// The CPU backend's pipeline messages go in eager-sized pieces (stages/cpu_transport.h): a stage's sends
+// complete while it computes on, and a waiting stage takes a message when it wakes.
+void use_eager_messages(const StageLinks& links) {
+  for (Communicator* c : {links.pipeline, links.pipeline_ctl})
+    if (auto* mpi = dynamic_cast<MpiCommunicator*>(c)) mpi->set_message_limit(kCpuMessageBytes);
+}
 
 }  // namespace
 
@@ -86,12 +91,6 @@ void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words,
   } else if (samples) {
     send_result(result);
   }
-}
-
-void PipelineStage::set_send_progress(bool on) {
-  flush_sends();
-  send_progress_.reset();
-  if (on && SendProgress::available()) send_progress_ = std::make_unique<SendProgress>();
 }
 
 void PipelineStage::start_clock() {
@@ -139,17 +138,9 @@ StepResult PipelineStage::sample_and_score(const StepPlan& plan, const Tensor& l
 void PipelineStage::flush_sends() {
   WaitGuard scope(outgoing_.empty() ? nullptr : watchdog_, "send",
                   "micro-batch " + std::to_string(last_step_) + " to stage " + std::to_string(stage_ + 1));
-  if (send_progress_) send_progress_->drain();
   for (auto& o : outgoing_)
     for (auto& r : o->requests) r->wait();
   outgoing_.clear();
-}
-
-void PipelineStage::watch(const Outgoing& o) {
-  if (!send_progress_) return;
-  std::vector<CommRequest*> requests;
-  for (const auto& r : o.requests) requests.push_back(r.get());
-  send_progress_->watch(requests);
 }
 
 void PipelineStage::send_down(int64_t step, std::vector<int64_t> words, const Tensor& hidden) {
@@ -172,7 +163,6 @@ void PipelineStage::send_down(int64_t step, std::vector<int64_t> words, const Te
                                                  o->hidden.view().dtype, next, cs));
     add_device_span(step, Phase::kGpuTransfer, m0, ops_->mark(cs), hidden.rows());
   }
-  watch(*o);
   outgoing_.push_back(std::move(o));
   timeline_.add(step, Phase::kSend, t0, timeline_.now(), hidden.empty() ? 0 : hidden.rows());
 }
@@ -188,7 +178,6 @@ void PipelineStage::send_result(const StepResult& result) {
   o->header = {static_cast<int64_t>(o->words.size()), 0};
   o->requests.push_back(links_.pipeline_ctl->isend(o->header.data(), 1, DType::kI64, 0, nullptr));
   o->requests.push_back(links_.pipeline_ctl->isend(o->words.data(), o->words.size(), DType::kI64, 0, nullptr));
-  watch(*o);
   outgoing_.push_back(std::move(o));
   timeline_.add(result.step, Phase::kSend, t0, timeline_.now(), 0);
 }
@@ -358,11 +347,7 @@ PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& mode
     links.pipeline = groups.pipeline.get();
     parts.control.push_back(control_comm(groups.pipeline_mpi, "pipeline control of tp rank " + std::to_string(me.tensor)));
     links.pipeline_ctl = parts.control.back().get();
-    if (backend == Backend::kCpu) {
-      // Eager messages: a stage's sends complete while it computes on, and a waiting stage wakes once.
-      for (Communicator* c : {links.pipeline, links.pipeline_ctl})
-        if (auto* mpi = dynamic_cast<MpiCommunicator*>(c)) mpi->set_message_limit(kCpuMessageBytes);
-    }
+    if (backend == Backend::kCpu) use_eager_messages(links);
   }
   WeightSet weights = open_share(spec, share, opt.weights);
   PagedKvShape kv;
@@ -404,7 +389,6 @@ PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& mode
   const std::string kv_line = parts.stage->kv_cache_line();
   if (world.rank() == 0 && !kv_line.empty()) spdlog::info("{}", kv_line);
   parts.stage->set_cuda_graphs(opt.cuda_graphs);
-  parts.stage->set_send_progress(backend == Backend::kCpu && layout.pipeline > 1);
   parts.stage->set_profile_step(opt.profile_step);
   parts.micro_batches = micro_batches_for(opt.micro_batches, layout.pipeline);
   CONVEYOR_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));

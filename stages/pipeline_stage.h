@@ -25,7 +25,6 @@
 #include "stages/kv_cache.h"
 #include "stages/pipeline_trace.h"
 #include "stages/plan_sampler.h"
-#include "stages/send_progress.h"
 #include "stages/stage_model.h"
 #include "stages/stage_options.h"
 
@@ -65,9 +64,6 @@ class PipelineStage {
   void set_cuda_graphs(bool on) { model_->set_graphs(on); }
   // runtime.profile_step: the step whose kernels a profiler started with collection off records.
   void set_profile_step(int64_t step) { profile_step_ = step; }
-  // Completes the outgoing sends from a helper thread while the stage computes (stages/send_progress.h;
-  // the CPU backend's MPI needs it). Off by default, and when MPI has no MPI_THREAD_MULTIPLE.
-  void set_send_progress(bool on);
   // Arms the watchdog's deadline around every wait for a peer (not owned; may be null).
   void set_watchdog(Watchdog* watchdog) { watchdog_ = watchdog; }
   // Call on every rank right after a barrier: the spans' common origin.
@@ -92,7 +88,6 @@ class PipelineStage {
   void send_down(int64_t step, std::vector<int64_t> words, const Tensor& hidden);
   void send_result(const StepResult& result);
   void flush_sends();
-  void watch(const Outgoing& o);  // hands o's requests to send_progress_, when there is one
   StepPlan receive_from_leader(std::vector<int64_t>* words);
   StepPlan receive_from_previous(std::vector<int64_t>* words, Tensor* hidden);
   void post_header_receive();
@@ -118,7 +113,6 @@ class PipelineStage {
   std::vector<float> score_rows_;         // scored prompt rows on the host, reused across steps
   std::deque<StepResult> local_results_;  // pp = 1: the leader samples itself
   std::deque<std::unique_ptr<Outgoing>> outgoing_;
-  std::unique_ptr<SendProgress> send_progress_;  // declared after outgoing_: stops before it goes
   std::array<int64_t, 2> next_header_{};
   std::unique_ptr<CommRequest> next_header_request_;
   bool shut_down_ = false;
