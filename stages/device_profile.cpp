@@ -223,6 +223,29 @@ DeviceProfile device_profile_from_json(const nlohmann::json& doctor, const std::
   return p;
 }
 
+namespace {
+
+// The host overhead and sampling lines of describe_device_model: measured by a CPU doctor, else the
+// parameter and the assumption.
+void host_and_sampling_lines(const DeviceProfile& p, std::vector<std::string>* out) {
+  char line[320];
+  const bool measured = p.measured_step_overhead_s >= 0 &&
+                        std::abs(p.step_overhead_s - p.measured_step_overhead_s) < 1e-12;  // us -> s round trips
+  std::snprintf(line, sizeof(line), "  host overhead per decode step and stage: %.0f us (%s)", p.step_overhead_s * 1e6,
+                measured ? "measured by doctor: the leader's scheduler per plan" : "a parameter, not measured: --step-overhead-us");
+  out->push_back(line);
+  if (p.sampling.measured()) {
+    std::snprintf(line, sizeof(line), "  sampling: measured, %.1f us + fp32 logit bytes / %.1f GB/s per row",
+                  p.sampling.fixed_s * 1e6, p.sampling.bandwidth / 1e9);
+    out->push_back(line);
+  } else {
+    out->push_back("  sampling: the fp32 logits written once, then 8 passes over them at the peak bandwidth (an "
+                   "assumption, not measured)");
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> describe_device_model(const DeviceProfile& p, double peak_flops, double peak_bw) {
   std::vector<std::string> out;
   char line[320];
@@ -264,16 +287,17 @@ std::vector<std::string> describe_device_model(const DeviceProfile& p, double pe
     }
     out.push_back(line);
     flops("prefill attention", p.attention_prefill_flops);
-    std::snprintf(line, sizeof(line), "  small kernels (norms, rope, KV write, SiLU, add): %s %.2f us each + bytes at %.2f TB/s",
-                  p.graph_kernel_s > 0 ? "measured in a CUDA graph," : "ideal (not measured),", p.graph_kernel_s * 1e6,
-                  peak_bw / 1e12);
+    if (p.small_ops.measured()) {
+      std::snprintf(line, sizeof(line), "  small kernels (norms, rope, KV write, SiLU, add): measured on the CPU, "
+                    "%.2f us each + bytes / %.1f GB/s", p.small_ops.fixed_s * 1e6, p.small_ops.bandwidth / 1e9);
+    } else {
+      std::snprintf(line, sizeof(line), "  small kernels (norms, rope, KV write, SiLU, add): %s %.2f us each + bytes at "
+                    "%.2f TB/s", p.graph_kernel_s > 0 ? "measured in a CUDA graph," : "ideal (not measured),",
+                    p.graph_kernel_s * 1e6, peak_bw / 1e12);
+    }
     out.push_back(line);
   }
-  std::snprintf(line, sizeof(line), "  host overhead per decode step and stage: %.0f us (a parameter, not measured: "
-                "--step-overhead-us)", p.step_overhead_s * 1e6);
-  out.push_back(line);
-  out.push_back("  sampling: the fp32 logits written once, then 8 passes over them at the peak bandwidth (an assumption, "
-                "not measured)");
+  host_and_sampling_lines(p, &out);
   return out;
 }
 

@@ -73,7 +73,7 @@ struct DeviceProfile {
   LinearCost small_ops;                  // CPU: one small op (norm, rope, SiLU, add) = fixed + bytes / bandwidth
   LinearCost sampling;                   // per sampled row: fixed + fp32 logit bytes / bandwidth
   CoreSharing sharing;
-  double measured_step_overhead_s = -1;  // device.step_overhead_us when doctor measured it; < 0: not
+  double measured_step_overhead_s = -1;  // device.step_overhead.us when doctor measured it; < 0: not
   // Per decode step and stage, host work between graph launches (plan, H2D copies, the sampler's sync).
   // Not measurable by doctor; `plan --step-overhead-us` sets it.
   double step_overhead_s = 0;
