@@ -14,6 +14,7 @@
 
 #include "launch/command.h"
 #include "launch/perplexity_command.h"
+#include "launch/pipeline_session.h"
 #include "runtime/config/cli.h"
 #include "runtime/core/error.h"
 #include "runtime/core/log.h"
@@ -22,6 +23,7 @@
 #include "runtime/dist/mpi_runtime.h"
 #include "runtime/dist/process_groups.h"
 #include "runtime/eval/builtin_text.h"
+#include "stages/cpu_probe.h"
 #include "stages/kernel_probe.h"
 
 namespace po = boost::program_options;
@@ -117,7 +119,13 @@ int run_doctor_command(const Args& args, int* argc, char*** argv) {
 
   // Rank 0 alone, before the links, so nothing else runs on its GPU; the others wait in the first barrier.
   nlohmann::json device_section;
-  if (mpi.rank() == 0 && !vm.count("skip-device")) {
+  if (backend == Backend::kCpu && !vm.count("skip-device")) {
+    // The threads a run of this config takes (bench, generate): the ceilings are per rank with them.
+    const int threads = set_cpu_threads(cfg, mpi, backend);
+    device_section = measure_cpu_host(MPI_COMM_WORLD);  // collective: rank 0 alone, then the sharing
+    if (mpi.rank() == 0) device_section["threads"] = threads;
+    if (mpi.rank() == 0) std::cout << format_cpu_device(device_section) << std::flush;
+  } else if (mpi.rank() == 0 && !vm.count("skip-device")) {
     device_section = measure_device(*device);
     std::cout << format_device(device_section) << std::flush;
   }

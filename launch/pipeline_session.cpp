@@ -45,15 +45,16 @@ std::vector<WeightFileInfo> gather_weight_files(WeightHasher& hasher, MPI_Comm c
 
 // Ranks on one host share its cores: without a count of its own each OpenMP runtime would take all
 // of them. OMP_NUM_THREADS, when set, is the user's choice and stays (below --set runtime.cpu_threads).
-void PipelineSession::set_cpu_threads(const Config& cfg, Backend backend) {
+int set_cpu_threads(const Config& cfg, const MpiRuntime& mpi, Backend backend) {
   const int requested = static_cast<int>(cfg.get_int("runtime.cpu_threads"));
-  CpuThreads threads = choose_cpu_threads(requested, mpi_.local_size());
+  CpuThreads threads = choose_cpu_threads(requested, mpi.local_size());
   if (requested == 0 && std::getenv("OMP_NUM_THREADS")) threads = {omp_get_max_threads(), "OMP_NUM_THREADS"};
   omp_set_num_threads(threads.count);
-  if (mpi_.rank() == 0) {
-    std::fprintf(stderr, "conveyor: %d rank(s), %s backend, %d CPU thread(s) per rank (%s)\n", mpi_.size(),
+  if (mpi.rank() == 0) {
+    std::fprintf(stderr, "conveyor: %d rank(s), %s backend, %d CPU thread(s) per rank (%s)\n", mpi.size(),
                  backend_name(backend), threads.count, threads.source.c_str());
   }
+  return threads.count;
 }
 
 PipelineSession::PipelineSession(const Config& cfg, int* argc, char*** argv)
@@ -72,7 +73,7 @@ void PipelineSession::init(const Config& cfg) {
 
 void PipelineSession::start(const Config& cfg, const ModelSpec& spec) {
   const Backend backend = resolve_backend(cfg.get_string("runtime.backend"));
-  set_cpu_threads(cfg, backend);
+  set_cpu_threads(cfg, mpi_, backend);
   // The GPU must be current before NCCL communicators are made on it.
   device_ = make_device(backend, mpi_.local_rank());
   groups_ = make_process_groups(*world_, backend, parse_data_transport(cfg.get_string("parallel.data_transport")));

@@ -23,6 +23,11 @@
 
 namespace conveyor {
 
+// The OpenMP threads of this rank (runtime.cpu_threads, else what the launcher gave it, else the host's
+// CPUs over its local ranks; OMP_NUM_THREADS when set and the key is 0), set and said on rank 0's
+// start-up line. `conveyor doctor` measures with the threads a run of the same config would use.
+int set_cpu_threads(const Config& cfg, const MpiRuntime& mpi, Backend backend);
+
 class PipelineSession {
  public:
   // MPI and the layout (checked against the world); no model work yet, so the leader can validate
@@ -55,7 +60,6 @@ class PipelineSession {
   std::optional<PipelineUsage> finish(const std::string& trace_path);
 
  private:
-  void set_cpu_threads(const Config& cfg, Backend backend);
   void init(const Config& cfg);
 
   std::unique_ptr<MpiRuntime> owned_mpi_;  // null when the session borrows the command's

@@ -26,35 +26,12 @@ namespace conveyor {
 
 namespace {
 
-// The slowest measured link of each kind sets the pace: the lowest bandwidths, the highest latency.
-// The doctor measures no all-reduce latency, so that one keeps its default.
-LinkCosts links_from_doctor(const nlohmann::json& j, const std::string& path) {
-  LinkCosts links;
-  try {
-    double bw = 0, lat = 0, busbw = 0;
-    for (const auto& e : j.value("edges", nlohmann::json::array())) {
-      const double b = e.at("bandwidth_gbps").get<double>() * 1e9;
-      bw = bw == 0 ? b : std::min(bw, b);
-      lat = std::max(lat, e.at("latency_us").get<double>() * 1e-6);
-    }
-    for (const auto& g : j.value("tensor_groups", nlohmann::json::array())) {
-      const double b = g.at("busbw_gbps").get<double>() * 1e9;
-      busbw = busbw == 0 ? b : std::min(busbw, b);
-    }
-    if (bw > 0) links.p2p_bandwidth = bw;
-    if (lat > 0) links.p2p_latency = lat;
-    if (busbw > 0) links.allreduce_busbw = busbw;
-  } catch (const nlohmann::json::exception& e) {
-    CONVEYOR_THROW("--doctor-json ", path, ": ", e.what(), " (expected edges[].bandwidth_gbps, latency_us and "
-                   "tensor_groups[].busbw_gbps as `conveyor doctor --output-json` writes)");
-  }
-  return links;
-}
-
-// The host step overhead of the device model: --step-overhead-us, else a default when speeds are measured.
+// The host step overhead of the device model: --step-overhead-us, else what doctor measured, else a
+// default when speeds are measured.
 void set_step_overhead(const po::variables_map& vm, DeviceProfile* p) {
-  const double us = vm.count("step-overhead-us") ? vm["step-overhead-us"].as<double>()
-                                                 : (p->any() ? kDefaultStepOverheadUs : 0.0);
+  const double us = vm.count("step-overhead-us")          ? vm["step-overhead-us"].as<double>()
+                    : p->measured_step_overhead_s >= 0 ? p->measured_step_overhead_s * 1e6
+                    : (p->any() ? kDefaultStepOverheadUs : 0.0);
   CONVEYOR_CHECK(us >= 0, "--step-overhead-us must be >= 0, got ", us);
   p->step_overhead_s = us * 1e-6;
 }
@@ -105,7 +82,7 @@ int run_compare(const po::variables_map& vm, const StageOptions& opt, const Mode
   CONVEYOR_CHECK(vm.count("gpus"), "--compare needs --gpus N (the GPUs to lay the model out on)");
   const int gpus = vm["gpus"].as<int>();
   LinkCosts links;
-  if (doctor != nullptr) links = links_from_doctor(*doctor, doctor_path);
+  if (doctor != nullptr) links = links_from_doctor(*doctor, "--doctor-json " + doctor_path);
   const std::vector<LayoutPrediction> ranked = compare_layouts(spec, cw, gpus, dev, links);
   std::cout << format_comparison(spec, cw, gpus, ranked);
   print_device_model(dev);
@@ -116,7 +93,25 @@ int run_compare(const po::variables_map& vm, const StageOptions& opt, const Mode
   return ranked.front().fits ? 0 : 3;
 }
 
-int run_cluster(const po::variables_map& vm, const StageOptions& opt, const ModelSpec& spec, const std::string& shape) {
+// The layout given on the command line or in the config (-dp/-pp/-tp, parallel.*), if any: then
+// --cluster simulates that one layout instead of ranking them all.
+std::vector<SimLayout> given_layout(const Config& cfg, const StageOptions& opt) {
+  bool given = false;
+  for (const char* key : {"parallel.data", "parallel.pipeline", "parallel.tensor", "parallel.micro_batches",
+                          "parallel.partition"})
+    given = given || cfg.value(key).origin != "default";
+  if (!given) return {};
+  SimLayout l;
+  l.data = static_cast<int>(cfg.get_int("parallel.data"));
+  l.pipeline = opt.pipeline;
+  l.tensor = opt.tensor;
+  l.micro_batches = opt.micro_batches;
+  l.partition = opt.partition;
+  return {l};
+}
+
+int run_cluster(const po::variables_map& vm, const Config& cfg, const StageOptions& opt, const ModelSpec& spec,
+                const std::string& shape) {
   for (const char* flag : {"compare", "gpus", "doctor", "doctor-json", "batch"})
     CONVEYOR_CHECK(!vm.count(flag), "--", flag, " does not apply to --cluster (the cluster file names the GPUs and "
                    "their doctor JSON; --workload max_num_seqs=N sets the batch)");
@@ -124,10 +119,13 @@ int run_cluster(const po::variables_map& vm, const StageOptions& opt, const Mode
   SimWorkload w;
   w.max_num_seqs = opt.max_num_seqs;
   w.max_num_batched_tokens = opt.max_num_batched_tokens;
+  w.enable_chunked_prefill = cfg.get_bool("scheduler.enable_chunked_prefill");
   w.block_size = opt.block_size;
   w.memory_utilization = opt.gpu_memory_utilization;
+  w.cpu_kv_cache_gib = opt.cpu_kv_cache_space_gib;
+  w.num_blocks = opt.num_blocks;
   if (vm.count("workload")) w = parse_workload(vm["workload"].as<std::string>(), w);
-  const ClusterPlan plan = plan_cluster(spec, cluster, w);
+  const ClusterPlan plan = plan_cluster(spec, cluster, w, given_layout(cfg, opt));
   std::cout << format_cluster_plan(spec, cluster, w, plan, static_cast<size_t>(vm["top"].as<int>()), shape);
   print_device_model(cluster.ceilings());
   write_json(vm, cluster_plan_json(cluster, w, plan, shape));
@@ -155,7 +153,7 @@ int run_plan_command(const Args& args) {
       "step-overhead-us", po::value<double>(),
       "host time per decode step and stage (default: 100 with doctor measurements, else 0)")(
       "output-json", po::value<std::string>(), "--compare, --cluster: write the ranked layouts here")(
-      "cluster", po::value<std::string>(), "simulate every dp x pp x tp layout of this cluster YAML (docs/cluster.md)")(
+      "cluster", po::value<std::string>(), "simulate every dp x pp x tp layout of this cluster YAML, or only the one -dp/-pp/-tp give (docs/cluster.md)")(
       "workload", po::value<std::string>(),
       "--cluster: prompts=N,input=I,output=O[,max_num_seqs=S][,max_num_batched_tokens=T] (defaults 1000, 1024, "
       "1024 and the scheduler.* keys)")(
@@ -179,7 +177,7 @@ int run_plan_command(const Args& args) {
   ModelSpec spec = load_model_spec(shape);
   // The options the run would take from this config: the plan below is the split it runs.
   StageOptions opt = StageOptions::from_config(cfg);
-  if (vm.count("cluster")) return run_cluster(vm, opt, spec, shape);
+  if (vm.count("cluster")) return run_cluster(vm, cfg, opt, spec, shape);
   CONVEYOR_CHECK(!vm.count("workload"), "--workload applies to --cluster only");
   if (vm.count("batch")) opt.max_num_seqs = vm["batch"].as<int64_t>();
   CONVEYOR_CHECK(!(vm.count("doctor") && vm.count("doctor-json")), "give --doctor or --doctor-json, not both");

@@ -31,20 +31,74 @@ LinearCost fit_linear_cost(const std::vector<std::pair<double, double>>& pts) {
   return LinearCost{a, 1.0 / b};
 }
 
+namespace {
+
+// Weighted least squares over the chosen columns of [1, bytes, n]; false when singular.
+bool solve_columns(const std::vector<std::array<double, 3>>& pts, const std::array<bool, 3>& use, std::array<double, 3>* x) {
+  double a[3][4] = {};
+  for (const auto& p : pts) {
+    const double w = 1.0 / (p[2] * p[2]), row[3] = {1.0, p[0], p[1]};
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) a[i][j] += use[i] && use[j] ? w * row[i] * row[j] : 0.0;
+    for (int i = 0; i < 3; ++i) a[i][3] += use[i] ? w * row[i] * p[2] : 0.0;
+  }
+  for (int i = 0; i < 3; ++i)
+    if (!use[i]) a[i][i] = 1.0, a[i][3] = 0.0;
+  for (int c = 0; c < 3; ++c) {  // Gauss-Jordan with partial pivoting
+    int piv = c;
+    for (int r = c + 1; r < 3; ++r)
+      if (std::abs(a[r][c]) > std::abs(a[piv][c])) piv = r;
+    if (std::abs(a[piv][c]) < 1e-300) return false;
+    for (int j = 0; j < 4; ++j) std::swap(a[c][j], a[piv][j]);
+    for (int r = 0; r < 3; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c] / a[c][c];
+      for (int j = 0; j < 4; ++j) a[r][j] -= f * a[c][j];
+    }
+  }
+  for (int i = 0; i < 3; ++i) (*x)[i] = a[i][3] / a[i][i];
+  return true;
+}
+
+}  // namespace
+
+GemmBucket fit_gemm_cost(int64_t m, const std::vector<std::array<double, 3>>& pts) {
+  CONVEYOR_CHECK(pts.size() >= 2, "fit_gemm_cost needs at least two shapes, got ", pts.size());
+  // The full model first, then without a part that came out negative, down to bandwidth alone.
+  for (const std::array<bool, 3>& use : {std::array<bool, 3>{true, true, true}, {false, true, true}, {true, true, false},
+                                         {false, true, false}}) {
+    std::array<double, 3> x{};
+    if (!solve_columns(pts, use, &x) || x[0] < 0 || x[1] <= 0 || x[2] < 0) continue;
+    GemmBucket b;
+    b.m = m;
+    b.cost = LinearCost{x[0], 1.0 / x[1]};
+    b.row_s = x[2];
+    return b;
+  }
+  CONVEYOR_THROW("fit_gemm_cost: time does not grow with bytes at m = ", m);
+}
+
+double CoreSharing::at(int k) const {
+  if (speed.empty() || k <= 1) return speed.empty() ? 1.0 : speed.front();
+  const int n = static_cast<int>(speed.size());
+  if (k <= n) return speed[static_cast<size_t>(k - 1)];
+  return speed.back() * n / k;
+}
+
 double DeviceProfile::gemm_time(double m, double n, double k, double ab, double out, double peak_flops) const {
   CONVEYOR_CHECK(!gemm_decode.empty(), "DeviceProfile::gemm_time without measured GEMM buckets");
   const double bytes = (n * k + m * k) * ab + m * n * out;
   const double flops = 2.0 * m * n * k;
   const auto& b = gemm_decode;
-  double t = b.back().cost.time(bytes);
+  double t = b.back().time(bytes, n);
   if (m <= static_cast<double>(b.front().m)) {
-    t = b.front().cost.time(bytes);
+    t = b.front().time(bytes, n);
   } else {
     for (size_t i = 0; i + 1 < b.size(); ++i) {
       const double lo = static_cast<double>(b[i].m), hi = static_cast<double>(b[i + 1].m);
       if (m > hi) continue;
       const double f = (m - lo) / (hi - lo);
-      t = (1 - f) * b[i].cost.time(bytes) + f * b[i + 1].cost.time(bytes);
+      t = (1 - f) * b[i].time(bytes, n) + f * b[i + 1].time(bytes, n);
       break;
     }
   }
@@ -88,11 +142,62 @@ std::vector<GemmBucket> gemm_buckets(const nlohmann::json& g, const std::string&
     GemmBucket b;
     b.m = static_cast<int64_t>(positive(arr[i], "m", item, where));
     b.cost = linear_cost(arr[i], item, where);
+    if (arr[i].contains("row_ns")) {
+      CONVEYOR_CHECK(arr[i].at("row_ns").is_number() && arr[i].at("row_ns").get<double>() >= 0, where, ": ", item,
+                     ".row_ns must be a number >= 0, got ", arr[i].at("row_ns").dump());
+      b.row_s = arr[i].at("row_ns").get<double>() * 1e-9;
+    }
     CONVEYOR_CHECK(out.empty() || b.m > out.back().m, where, ": ", item, ".m = ", b.m,
                    " must be larger than the bucket before it (", out.empty() ? 0 : out.back().m, ")");
     out.push_back(b);
   }
   return out;
+}
+
+// device.sharing: {cpus, speed: [s1, s2, ...]} with 0 < s <= 1.5 (a lone rank may be slower than two
+// by noise, never much).
+CoreSharing core_sharing(const nlohmann::json& j, const std::string& where) {
+  const std::string path = "device.sharing";
+  CoreSharing c;
+  c.cpus = static_cast<int>(positive(j, "cpus", path, where));
+  CONVEYOR_CHECK(j.contains("speed") && j.at("speed").is_array() && !j.at("speed").empty(), where, ": ", path,
+                 ".speed must be a non-empty array of a rank's speed with 1, 2, ... ranks computing");
+  for (const auto& v : j.at("speed")) {
+    CONVEYOR_CHECK(v.is_number() && v.get<double>() > 0 && v.get<double>() <= 1.5, where, ": ", path,
+                   ".speed entries must be numbers in (0, 1.5], got ", v.dump());
+    c.speed.push_back(v.get<double>());
+  }
+  for (const char* key : {"hop_us", "busy_hop_us"}) {
+    if (!j.contains(key)) continue;
+    CONVEYOR_CHECK(j.at(key).is_number() && j.at(key).get<double>() >= 0, where, ": ", path, ".", key,
+                   " must be a number >= 0, got ", j.at(key).dump());
+    (std::string(key) == "hop_us" ? c.hop_s : c.busy_hop_s) = j.at(key).get<double>() * 1e-6;
+  }
+  return c;
+}
+
+// The keys only the CPU backend's doctor writes (stages/cpu_probe.h).
+void read_cpu_parts(const nlohmann::json& d, const std::string& where, DeviceProfile* p) {
+  if (d.contains("dtype")) {
+    const std::string dt = d.at("dtype").is_string() ? d.at("dtype").get<std::string>() : d.at("dtype").dump();
+    CONVEYOR_CHECK(dt == "fp32" || dt == "bf16" || dt == "fp16", where, ": device.dtype must be fp32, bf16 or fp16, got ", dt);
+    p->dtype_bytes = dt == "fp32" ? 4 : 2;
+  }
+  if (d.contains("padded_rows")) {
+    CONVEYOR_CHECK(d.at("padded_rows").is_boolean(), where, ": device.padded_rows must be true or false");
+    p->padded_rows = d.at("padded_rows").get<bool>();
+  }
+  if (d.contains("tflops")) p->ceiling_flops = positive(d, "tflops", "device", where) * 1e12;
+  if (d.contains("bandwidth_gbps")) p->ceiling_bandwidth = positive(d, "bandwidth_gbps", "device", where) * 1e9;
+  if (d.contains("small_ops")) p->small_ops = linear_cost(d.at("small_ops"), "device.small_ops", where);
+  if (d.contains("sampling")) p->sampling = linear_cost(d.at("sampling"), "device.sampling", where);
+  if (d.contains("sharing")) p->sharing = core_sharing(d.at("sharing"), where);
+  if (d.contains("step_overhead")) {
+    const nlohmann::json& o = d.at("step_overhead");
+    CONVEYOR_CHECK(o.is_object() && o.contains("us") && o.at("us").is_number() && o.at("us").get<double>() >= 0, where,
+                   ": device.step_overhead.us must be a number >= 0");
+    p->measured_step_overhead_s = o.at("us").get<double>() * 1e-6;
+  }
 }
 
 }  // namespace
@@ -113,9 +218,33 @@ DeviceProfile device_profile_from_json(const nlohmann::json& doctor, const std::
   if (const auto* a = section("attention_prefill"))
     p.attention_prefill_flops = positive(*a, "tflops", "device.attention_prefill", where) * 1e12;
   if (const auto* k = section("graph_kernel")) p.graph_kernel_s = positive(*k, "us", "device.graph_kernel", where) * 1e-6;
+  read_cpu_parts(d, where, &p);
   if (p.any()) p.source = where;
   return p;
 }
+
+namespace {
+
+// The host overhead and sampling lines of describe_device_model: measured by a CPU doctor, else the
+// parameter and the assumption.
+void host_and_sampling_lines(const DeviceProfile& p, std::vector<std::string>* out) {
+  char line[320];
+  const bool measured = p.measured_step_overhead_s >= 0 &&
+                        std::abs(p.step_overhead_s - p.measured_step_overhead_s) < 1e-12;  // us -> s round trips
+  std::snprintf(line, sizeof(line), "  host overhead per decode step and stage: %.0f us (%s)", p.step_overhead_s * 1e6,
+                measured ? "measured by doctor: the leader's scheduler per plan" : "a parameter, not measured: --step-overhead-us");
+  out->push_back(line);
+  if (p.sampling.measured()) {
+    std::snprintf(line, sizeof(line), "  sampling: measured, %.1f us + fp32 logit bytes / %.1f GB/s per row",
+                  p.sampling.fixed_s * 1e6, p.sampling.bandwidth / 1e9);
+    out->push_back(line);
+  } else {
+    out->push_back("  sampling: the fp32 logits written once, then 8 passes over them at the peak bandwidth (an "
+                   "assumption, not measured)");
+  }
+}
+
+}  // namespace
 
 std::vector<std::string> describe_device_model(const DeviceProfile& p, double peak_flops, double peak_bw) {
   std::vector<std::string> out;
@@ -132,9 +261,14 @@ std::vector<std::string> describe_device_model(const DeviceProfile& p, double pe
     } else {
       g += "measured, time = fixed + bytes / bandwidth per m:";
       for (const auto& b : p.gemm_decode) {
-        std::snprintf(line, sizeof(line), " m=%lld %.1f us + %.0f GB/s;", static_cast<long long>(b.m),
+        std::snprintf(line, sizeof(line), " m=%lld %.1f us + %.0f GB/s", static_cast<long long>(b.m),
                       b.cost.fixed_s * 1e6, b.cost.bandwidth / 1e9);
         g += line;
+        if (b.row_s > 0) {
+          std::snprintf(line, sizeof(line), " + %.0f ns per n", b.row_s * 1e9);
+          g += line;
+        }
+        g += ";";
       }
       g.pop_back();
     }
@@ -153,16 +287,17 @@ std::vector<std::string> describe_device_model(const DeviceProfile& p, double pe
     }
     out.push_back(line);
     flops("prefill attention", p.attention_prefill_flops);
-    std::snprintf(line, sizeof(line), "  small kernels (norms, rope, KV write, SiLU, add): %s %.2f us each + bytes at %.2f TB/s",
-                  p.graph_kernel_s > 0 ? "measured in a CUDA graph," : "ideal (not measured),", p.graph_kernel_s * 1e6,
-                  peak_bw / 1e12);
+    if (p.small_ops.measured()) {
+      std::snprintf(line, sizeof(line), "  small kernels (norms, rope, KV write, SiLU, add): measured on the CPU, "
+                    "%.2f us each + bytes / %.1f GB/s", p.small_ops.fixed_s * 1e6, p.small_ops.bandwidth / 1e9);
+    } else {
+      std::snprintf(line, sizeof(line), "  small kernels (norms, rope, KV write, SiLU, add): %s %.2f us each + bytes at "
+                    "%.2f TB/s", p.graph_kernel_s > 0 ? "measured in a CUDA graph," : "ideal (not measured),",
+                    p.graph_kernel_s * 1e6, peak_bw / 1e12);
+    }
     out.push_back(line);
   }
-  std::snprintf(line, sizeof(line), "  host overhead per decode step and stage: %.0f us (a parameter, not measured: "
-                "--step-overhead-us)", p.step_overhead_s * 1e6);
-  out.push_back(line);
-  out.push_back("  sampling: the fp32 logits written once, then 8 passes over them at the peak bandwidth (an assumption, "
-                "not measured)");
+  host_and_sampling_lines(p, &out);
   return out;
 }
 

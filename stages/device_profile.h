@@ -1,9 +1,11 @@
 // The planner's measured inputs: component speeds `conveyor doctor --output-json` writes under "device"
-// (GEMM per decode m bucket, prefill GEMM, paged decode/prefill attention, a kernel inside a CUDA graph)
+// (GEMM per decode m bucket, prefill GEMM, paged decode/prefill attention, a kernel inside a CUDA graph;
+// on the CPU backend also its dtype, peaks, sampler, small ops and how ranks share the host's cores)
 // and link costs under "edges"/"tensor_groups". Every part is optional: a missing one leaves the ideal
 // roofline for that part, and describe_device_model() says which parts were measured and which not.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -30,7 +32,13 @@ LinearCost fit_linear_cost(const std::vector<std::pair<double, double>>& bytes_s
 struct GemmBucket {
   int64_t m = 0;  // rows (tokens) of the activation
   LinearCost cost;
+  double row_s = 0;  // per output feature n (a CPU kernel's per-row reductions and stores); 0 on GPUs
+  double time(double bytes, double n) const { return cost.time(bytes) + row_s * n; }
 };
+
+// Least squares of time = fixed + bytes / bandwidth + n * row over (bytes, n, seconds) points, weighted
+// by 1 / time^2; a negative part (noise) is dropped and the rest refitted. Needs two distinct shapes.
+GemmBucket fit_gemm_cost(int64_t m, const std::vector<std::array<double, 3>>& bytes_n_seconds);
 
 // Host work per decode step and stage assumed with measured speeds when none is given: a graph
 // launch, the plan's host-to-device copies and the sampler's device-to-host sync, each of the order of
@@ -38,20 +46,41 @@ struct GemmBucket {
 // real run shows it as the gap between steps.
 constexpr double kDefaultStepOverheadUs = 100.0;
 
+// How fast one rank computes while k ranks of its node compute at once (CPU ranks share cores and
+// memory bandwidth), measured for k = 1 .. the ranks doctor ran with. Empty: ranks never share (GPUs).
+struct CoreSharing {
+  int cpus = 0;               // the node's CPUs, as doctor saw them
+  std::vector<double> speed;  // speed[k - 1]: a rank's speed with k ranks computing / its speed alone
+  // A waiting rank woken by a pipeline message (plan, hidden states, result) takes it this long after
+  // it was sent: hop_s while the node has a free core, busy_hop_s while its cores are all computing.
+  double hop_s = 0, busy_hop_s = 0;
+  bool any() const { return !speed.empty(); }
+  // Beyond the measured k, the cores are time-sliced: speed(last) * last / k.
+  double at(int k) const;
+};
+
 struct DeviceProfile {
   std::string source;                    // the doctor JSON it came from; empty: nothing measured
+  int dtype_bytes = 0;                   // device.dtype: 4 for fp32 (the CPU backend); 0: not said (bf16)
+  bool padded_rows = true;               // decode rows padded to the CUDA graph buckets; false on CPUs
+  double ceiling_flops = 0;              // device.tflops: the compute ceiling; 0: the preset's
+  double ceiling_bandwidth = 0;          // device.bandwidth_gbps: the memory ceiling; 0: the preset's
   std::vector<GemmBucket> gemm_decode;   // ascending m; empty: ideal
   double gemm_prefill_flops = 0;         // FLOP/s of GemmRunner at m >= 2048; 0: ideal
   LinearCost attention_decode;           // paged decode attention, bytes = KV read
   double attention_prefill_flops = 0;    // FLOP/s of causal prefill attention; 0: ideal
   double graph_kernel_s = 0;             // one small kernel inside a CUDA graph; 0: not measured
+  LinearCost small_ops;                  // CPU: one small op (norm, rope, SiLU, add) = fixed + bytes / bandwidth
+  LinearCost sampling;                   // per sampled row: fixed + fp32 logit bytes / bandwidth
+  CoreSharing sharing;
+  double measured_step_overhead_s = -1;  // device.step_overhead.us when doctor measured it; < 0: not
   // Per decode step and stage, host work between graph launches (plan, H2D copies, the sampler's sync).
   // Not measurable by doctor; `plan --step-overhead-us` sets it.
   double step_overhead_s = 0;
 
   bool any() const {
     return !gemm_decode.empty() || gemm_prefill_flops > 0 || attention_decode.measured() ||
-           attention_prefill_flops > 0 || graph_kernel_s > 0;
+           attention_prefill_flops > 0 || graph_kernel_s > 0 || small_ops.measured() || sampling.measured();
   }
   // Time of y[m, n] = x[m, k] w[n, k]^T: the bucket curves interpolated linearly in m (above the last
   // bucket its curve), never faster than flops / `peak_flops`. Requires gemm_decode.

@@ -1,6 +1,7 @@
 // plan_layout and the planning ceilings (see layout_plan.h).
 #include "stages/layout_plan.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include "runtime/core/error.h"
@@ -21,7 +22,34 @@ nlohmann::json read_doctor_json(const std::string& path) {
 DeviceCeilings ceilings_from_doctor(const nlohmann::json& doctor, const std::string& where) {
   DeviceCeilings dev;
   dev.measured = device_profile_from_json(doctor, where);
+  if (dev.measured.ceiling_flops > 0) dev.flops = dev.measured.ceiling_flops;  // a CPU's own ceilings
+  if (dev.measured.ceiling_bandwidth > 0) dev.bandwidth = dev.measured.ceiling_bandwidth;
   return dev;
+}
+
+LinkCosts links_from_doctor(const nlohmann::json& j, const std::string& where) {
+  LinkCosts links;
+  try {
+    double bw = 0, lat = 0, busbw = 0, ar_lat = 0;
+    for (const auto& e : j.value("edges", nlohmann::json::array())) {
+      const double b = e.at("bandwidth_gbps").get<double>() * 1e9;
+      bw = bw == 0 ? b : std::min(bw, b);
+      lat = std::max(lat, e.at("latency_us").get<double>() * 1e-6);
+    }
+    for (const auto& g : j.value("tensor_groups", nlohmann::json::array())) {
+      const double b = g.at("busbw_gbps").get<double>() * 1e9;
+      busbw = busbw == 0 ? b : std::min(busbw, b);
+      if (g.contains("latency_us")) ar_lat = std::max(ar_lat, g.at("latency_us").get<double>() * 1e-6);
+    }
+    if (bw > 0) links.p2p_bandwidth = bw;
+    if (lat > 0) links.p2p_latency = lat;
+    if (busbw > 0) links.allreduce_busbw = busbw;
+    if (ar_lat > 0) links.allreduce_latency = ar_lat;
+  } catch (const nlohmann::json::exception& e) {
+    CONVEYOR_THROW(where, ": ", e.what(), " (expected edges[].bandwidth_gbps, latency_us and "
+                   "tensor_groups[].busbw_gbps as `conveyor doctor --output-json` writes)");
+  }
+  return links;
 }
 
 DeviceCeilings planning_ceilings(const std::string& device_profile) {
@@ -57,9 +85,15 @@ LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const Dev
   p.workload.pipeline = opt.pipeline;
   p.workload.tensor = opt.tensor;
   p.workload.micro_batches = opt.micro_batches;
-  // The plan is for 16-bit GPUs: a KV element takes 2 bytes, 1 with --kv-cache-dtype fp8.
+  // A GPU plan is 16-bit; a CPU doctor names its own activation width (fp32). A KV element takes
+  // that width, or 1 byte with --kv-cache-dtype fp8.
   p.workload.kv_dtype_bytes = static_cast<int>(opt.kv_elem_bytes(DType::kBF16));
-  p.workload.weight_dtype_bytes = opt.quantized(spec).quant.fp8_linears() ? 1 : 2;  // FP8 linears: e4m3 weights
+  if (dev.measured.dtype_bytes > 0) {
+    p.workload.dtype_bytes = dev.measured.dtype_bytes;
+    p.workload.kv_dtype_bytes = opt.kv_fp8() ? 1 : dev.measured.dtype_bytes;
+  }
+  // Layer weights: e4m3 (1 byte) with FP8 linears, else the activation width.
+  p.workload.weight_dtype_bytes = opt.quantized(spec).quant.fp8_linears() ? 1 : p.workload.dtype_bytes;
   CONVEYOR_CHECK(p.workload.batch >= 1 && context >= 1, "the planned batch (", p.workload.batch, ") and context (",
                  context, ") must be >= 1");
   check_layout(opt, spec);

@@ -24,6 +24,11 @@ nlohmann::json read_doctor_json(const std::string& path);
 // The roofline defaults with the measured speeds of a parsed doctor JSON (`where`: its path, for errors).
 DeviceCeilings ceilings_from_doctor(const nlohmann::json& doctor, const std::string& where);
 
+// The links a doctor JSON measured: the slowest pipeline edge (lowest bandwidth, highest latency) and the
+// slowest TP group (lowest all-reduce busbw, highest small-message latency); what it did not measure
+// keeps LinkCosts' default. Errors name `where` and the expected keys.
+LinkCosts links_from_doctor(const nlohmann::json& doctor, const std::string& where);
+
 // The ceilings a split is planned with: ceilings_from_doctor of the file at `device_profile`, or the
 // roofline defaults when it is empty.
 DeviceCeilings planning_ceilings(const std::string& device_profile);

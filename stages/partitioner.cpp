@@ -52,7 +52,9 @@ const int kEmbedSmallKernels = 1;
 
 // Rows a decode step's kernels run at: stages/decode_buckets.h pads n sequences to its next bucket (1, 2,
 // 4, ... 256) so one captured graph serves them; above the last bucket the step runs eagerly, unpadded.
-double decode_rows(double tokens) {
+// A device without graphs (the CPU backend) runs the rows there are.
+double decode_rows(const DeviceCeilings& dev, double tokens) {
+  if (!dev.measured.padded_rows) return tokens;
   const int n = static_cast<int>(std::ceil(tokens));
   const int bucket = decode_bucket_for(n);
   return bucket > 0 ? bucket : n;
@@ -72,7 +74,16 @@ double gemm_s(const DeviceCeilings& dev, double m, double n, double k, double ab
 }
 
 double small_kernels_s(const DeviceCeilings& dev, int kernels, double bytes) {
+  const LinearCost& ops = dev.measured.small_ops;
+  if (ops.measured()) return kernels * ops.fixed_s + bytes / ops.bandwidth;
   return kernels * dev.measured.graph_kernel_s + bytes / dev.bandwidth;
+}
+
+// Sampling `rows` rows: the measured sampler over the full vocabulary (it runs on the last stage's tp 0
+// after the logits are gathered), else the fp32 logits' passes at the peak bandwidth.
+double sampling_s(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double rows) {
+  if (dev.measured.sampling.measured()) return rows * dev.measured.sampling.time(4.0 * s.vocab);
+  return (kSamplingPasses - 1.0) * rows * static_cast<double>(s.vocab) / w.tensor * 4.0 / dev.bandwidth;
 }
 
 // One layer's parts at `m` GEMM rows reading `kv_bytes` of KV in decode attention.
@@ -98,21 +109,20 @@ double decode_kv_bytes(const ModelSpec& s, const Workload& w, double tokens) {
 }
 
 DecodeParts measured_layer(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
-  return layer_parts(s, w, dev, decode_rows(tokens), decode_kv_bytes(s, w, tokens));  // padded rows read nothing
+  return layer_parts(s, w, dev, decode_rows(dev, tokens), decode_kv_bytes(s, w, tokens));  // padded rows read nothing
 }
 
 DecodeParts measured_head(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
-  const double m = decode_rows(tokens), vocab = static_cast<double>(s.vocab) / w.tensor;
+  const double m = decode_rows(dev, tokens), vocab = static_cast<double>(s.vocab) / w.tensor;
   DecodeParts p;
   p.gemm = gemm_s(dev, m, vocab, s.hidden, w.dtype_bytes, 4.0);  // writes the fp32 logits once
-  p.small = small_kernels_s(dev, kHeadSmallKernels, 4.0 * m * s.hidden * w.dtype_bytes) +
-            (kSamplingPasses - 1.0) * m * vocab * 4.0 / dev.bandwidth;
+  p.small = small_kernels_s(dev, kHeadSmallKernels, 4.0 * m * s.hidden * w.dtype_bytes) + sampling_s(s, w, dev, m);
   return p;
 }
 
 DecodeParts measured_embed(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
   DecodeParts p;
-  p.small = small_kernels_s(dev, kEmbedSmallKernels, decode_rows(tokens) * s.hidden * w.dtype_bytes * 2.0);
+  p.small = small_kernels_s(dev, kEmbedSmallKernels, decode_rows(dev, tokens) * s.hidden * w.dtype_bytes * 2.0);
   return p;
 }
 

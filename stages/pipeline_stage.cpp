@@ -7,11 +7,9 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "runtime/core/error.h"
@@ -23,6 +21,7 @@
 #include "stages/architecture.h"
 #include "stages/cpu_model_runner.h"
 #include "stages/cpu_ops.h"
+#include "stages/cpu_transport.h"
 #include "stages/memory_table.h"
 #include "stages/layout_plan.h"
 #include "stages/partitioner.h"
@@ -34,9 +33,8 @@ namespace conveyor {
 
 namespace {
 
-// Waits for a receive that may take long (the next micro-batch, a result) without spinning a core:
-// MPI's blocking calls busy-poll, which starves the compute of other ranks sharing the CPU.
-// Arms the watchdog (when there is one) while alive.
+// Arms the watchdog (when there is one) while alive, around a wait for a peer (wait_politely,
+// stages/cpu_transport.h, for one that may take long).
 class WaitGuard {
  public:
   WaitGuard(Watchdog* wd, const char* op, const std::string& context) {
@@ -47,13 +45,11 @@ class WaitGuard {
   std::optional<Watchdog::Scope> scope_;
 };
 
-void wait_politely(CommRequest& request) {
-  auto pause = std::chrono::microseconds(2);
-  while (!request.done()) {
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(100));
-  }
-  request.wait();
+// The CPU backend's pipeline messages go in eager-sized pieces (stages/cpu_transport.h): a stage's sends
+// complete while it computes on, and a waiting stage takes a message when it wakes.
+void use_eager_messages(const StageLinks& links) {
+  for (Communicator* c : {links.pipeline, links.pipeline_ctl})
+    if (auto* mpi = dynamic_cast<MpiCommunicator*>(c)) mpi->set_message_limit(kCpuMessageBytes);
 }
 
 }  // namespace
@@ -351,6 +347,7 @@ PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& mode
     links.pipeline = groups.pipeline.get();
     parts.control.push_back(control_comm(groups.pipeline_mpi, "pipeline control of tp rank " + std::to_string(me.tensor)));
     links.pipeline_ctl = parts.control.back().get();
+    if (backend == Backend::kCpu) use_eager_messages(links);
   }
   WeightSet weights = open_share(spec, share, opt.weights);
   PagedKvShape kv;

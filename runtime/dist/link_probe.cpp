@@ -89,6 +89,17 @@ std::pair<double, double> measure_edge(Communicator& pipe, Device& dev, Stream s
   return {gbps, is_src ? 0.0 : latency_us};
 }
 
+// Seconds of one all-reduce of 8 bytes (2 floats) over `tp`, after a warm-up.
+double small_all_reduce_s(Communicator& tp, Device& dev, Stream stream, void* small) {
+  const int kReps = 50;
+  for (int i = 0; i < 5; ++i) tp.all_reduce(small, small, 2, DType::kF32, ReduceOp::kSum, stream);
+  dev.synchronize(stream);
+  const double t0 = now_s();
+  for (int i = 0; i < kReps; ++i) tp.all_reduce(small, small, 2, DType::kF32, ReduceOp::kSum, stream);
+  dev.synchronize(stream);
+  return (now_s() - t0) / kReps;
+}
+
 }  // namespace
 
 size_t parse_byte_size(const std::string& text) {
@@ -155,14 +166,14 @@ DoctorReport measure_links(const WorldConfig& world, ProcessGroups& groups, Devi
         report.edges.push_back(e);
       }
 
-  std::vector<double> ar_time;
+  std::vector<double> ar_time, ar_small;
   for (int d = 0; d < l.data; ++d)
     for (int s = 0; s < l.pipeline && l.tensor > 1; ++s) {
       GroupResult g;
       g.data = d, g.stage = s;
       for (int t = 0; t < l.tensor; ++t) g.ranks.push_back(world.rank_of({d, s, t}));
       CONVEYOR_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-      double elapsed = 0;
+      double elapsed = 0, small_s = 0;
       if (world.data_rank() == d && world.stage() == s) {
         size_t count = opt.bytes / sizeof(float);
         for (int i = 0; i < 2; ++i) groups.tensor->all_reduce(buf.data(), buf.data(), count, DType::kF32, ReduceOp::kSum, stream);
@@ -172,8 +183,10 @@ DoctorReport measure_links(const WorldConfig& world, ProcessGroups& groups, Devi
           groups.tensor->all_reduce(buf.data(), buf.data(), count, DType::kF32, ReduceOp::kSum, stream);
         device.synchronize(stream);
         elapsed = now_s() - t0;
+        small_s = small_all_reduce_s(*groups.tensor, device, stream, small.data());
       }
       ar_time.push_back(elapsed);
+      ar_small.push_back(small_s);
       report.groups.push_back(g);
     }
   device.destroy_stream(stream);
@@ -181,6 +194,7 @@ DoctorReport measure_links(const WorldConfig& world, ProcessGroups& groups, Devi
   bw = reduce_max(bw);
   lat = reduce_max(lat);
   ar_time = reduce_max(ar_time);
+  ar_small = reduce_max(ar_small);
   if (world.rank() == 0) {
     for (size_t i = 0; i < report.edges.size(); ++i) {
       report.edges[i].bandwidth_gbps = bw[i];
@@ -195,6 +209,7 @@ DoctorReport measure_links(const WorldConfig& world, ProcessGroups& groups, Devi
                                     : 0;
       report.groups[i].algbw_gbps = algbw;
       report.groups[i].busbw_gbps = algbw * 2.0 * (n - 1) / n;
+      report.groups[i].latency_us = ar_small[i] * 1e6;
     }
   }
   return report;
@@ -225,14 +240,15 @@ std::string format_report(const DoctorReport& report, const DoctorOptions& opt) 
   } else {
     double best = 0;
     for (const auto& g : report.groups) best = std::max(best, g.busbw_gbps);
-    os << "tensor-parallel groups (all-reduce, fp32, " << format_bytes(static_cast<double>(opt.bytes)) << "):\n";
-    os << " data stage  ranks                algbw GB/s  busbw GB/s\n";
+    os << "tensor-parallel groups (all-reduce, fp32, " << format_bytes(static_cast<double>(opt.bytes))
+       << "; latency of 8 bytes):\n";
+    os << " data stage  ranks                algbw GB/s  busbw GB/s  latency us\n";
     for (const auto& g : report.groups) {
       std::vector<std::string> r;
       for (int x : g.ranks) r.push_back(std::to_string(x));
       bool slow = g.busbw_gbps < opt.slow_ratio * best;
-      std::snprintf(line, sizeof(line), " %4d %5d  %-20s %10.1f  %10.1f%s\n", g.data, g.stage,
-                    join(r, ",").substr(0, 20).c_str(), g.algbw_gbps, g.busbw_gbps,
+      std::snprintf(line, sizeof(line), " %4d %5d  %-20s %10.1f  %10.1f  %10.1f%s\n", g.data, g.stage,
+                    join(r, ",").substr(0, 20).c_str(), g.algbw_gbps, g.busbw_gbps, g.latency_us,
                     slow ? "  SLOW: below best group" : "");
       os << line;
     }
@@ -253,7 +269,8 @@ nlohmann::json report_json(const DoctorReport& report, const WorldConfig& world,
   j["tensor_groups"] = nlohmann::json::array();
   for (const auto& g : report.groups)
     j["tensor_groups"].push_back({{"data", g.data}, {"stage", g.stage}, {"ranks", g.ranks},
-                                  {"algbw_gbps", g.algbw_gbps}, {"busbw_gbps", g.busbw_gbps}});
+                                  {"algbw_gbps", g.algbw_gbps}, {"busbw_gbps", g.busbw_gbps},
+                                  {"latency_us", g.latency_us}});
   return j;
 }
 

@@ -34,6 +34,7 @@ struct GroupResult {
   std::vector<int> ranks;
   double algbw_gbps = 0;
   double busbw_gbps = 0;  // algbw * 2(n-1)/n, comparable across group sizes
+  double latency_us = 0;  // one all-reduce of 8 bytes: what a collective costs before its bytes
 };
 
 struct DoctorReport {

@@ -1,6 +1,8 @@
 // MPI transport (see mpi_communicator.h). Large messages are split so no count exceeds INT_MAX.
 #include "runtime/dist/mpi_communicator.h"
 
+#include <algorithm>
+
 #include <climits>
 #include <vector>
 
@@ -54,10 +56,11 @@ MPI_Op mpi_op(DType dtype, ReduceOp op) {
   return ops[d][o];
 }
 
-// Splits [0, count) into pieces of at most INT_MAX elements.
+// Splits [0, count) into pieces of at most INT_MAX / 2 elements, or of at most max_bytes when it is > 0.
 template <typename F>
-void for_each_chunk(size_t count, DType dtype, F&& f) {
-  const size_t kMax = static_cast<size_t>(INT_MAX) / 2;
+void for_each_chunk(size_t count, DType dtype, F&& f, size_t max_bytes = 0) {
+  size_t kMax = static_cast<size_t>(INT_MAX) / 2;
+  if (max_bytes > 0) kMax = std::min(kMax, std::max<size_t>(1, max_bytes / dtype_size(dtype)));
   size_t off = 0;
   do {
     size_t n = count - off < kMax ? count - off : kMax;
@@ -123,7 +126,7 @@ void MpiCommunicator::send(const void* buf, size_t count, DType dtype, int peer,
   check_peer(peer, "send");
   for_each_chunk(count, dtype, [&](size_t byte_off, int n) {
     CONVEYOR_MPI_CHECK(MPI_Send(static_cast<const char*>(buf) + byte_off, n, mpi_datatype(dtype), peer, 0, comm_));
-  });
+  }, message_bytes_);
 }
 
 void MpiCommunicator::recv(void* buf, size_t count, DType dtype, int peer, Stream) {
@@ -131,7 +134,7 @@ void MpiCommunicator::recv(void* buf, size_t count, DType dtype, int peer, Strea
   for_each_chunk(count, dtype, [&](size_t byte_off, int n) {
     CONVEYOR_MPI_CHECK(
         MPI_Recv(static_cast<char*>(buf) + byte_off, n, mpi_datatype(dtype), peer, 0, comm_, MPI_STATUS_IGNORE));
-  });
+  }, message_bytes_);
 }
 
 std::unique_ptr<CommRequest> MpiCommunicator::isend(const void* buf, size_t count, DType dtype, int peer, Stream) {
@@ -141,7 +144,7 @@ std::unique_ptr<CommRequest> MpiCommunicator::isend(const void* buf, size_t coun
     reqs.emplace_back();
     CONVEYOR_MPI_CHECK(MPI_Isend(static_cast<const char*>(buf) + byte_off, n, mpi_datatype(dtype), peer, 0, comm_,
                                  &reqs.back()));
-  });
+  }, message_bytes_);
   return std::make_unique<MpiRequest>(std::move(reqs));
 }
 
@@ -152,7 +155,7 @@ std::unique_ptr<CommRequest> MpiCommunicator::irecv(void* buf, size_t count, DTy
     reqs.emplace_back();
     CONVEYOR_MPI_CHECK(
         MPI_Irecv(static_cast<char*>(buf) + byte_off, n, mpi_datatype(dtype), peer, 0, comm_, &reqs.back()));
-  });
+  }, message_bytes_);
   return std::make_unique<MpiRequest>(std::move(reqs));
 }
 

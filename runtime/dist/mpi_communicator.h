@@ -21,6 +21,11 @@ class MpiCommunicator : public Communicator {
   const char* kind() const override { return "mpi"; }
   std::string name() const override { return name_; }
   MPI_Comm comm() const { return comm_; }
+  // Point-to-point messages of at most `bytes` (0: as large as MPI takes). Below a transport's eager
+  // limit a send completes without its receiver, so a sender busy computing never holds up the
+  // receiver (without a single-copy mechanism MPI's rendezvous needs the sender inside an MPI call).
+  // Both sides of a message must use the same limit.
+  void set_message_limit(size_t bytes) { message_bytes_ = bytes; }
 
   using Communicator::all_gather;
   using Communicator::all_reduce;
@@ -42,6 +47,7 @@ class MpiCommunicator : public Communicator {
   std::string name_;
   int rank_ = 0;
   int size_ = 1;
+  size_t message_bytes_ = 0;
 };
 
 // MPI datatype for a conveyor dtype (bf16/f16 are committed 2-byte contiguous types).

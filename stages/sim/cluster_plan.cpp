@@ -64,8 +64,11 @@ SimWorkload parse_workload(const std::string& text, SimWorkload w) {
   return w;
 }
 
-ClusterPlan plan_cluster(const ModelSpec& spec, const ClusterSpec& c, const SimWorkload& w) {
-  ClusterPlan out;
+namespace {
+
+// Every dp x pp x tp layout of G GPUs with tp inside a node, M = pp and, for pipelines, M = 2 pp.
+std::vector<SimLayout> all_layouts(const ModelSpec& spec, const ClusterSpec& c) {
+  std::vector<SimLayout> out;
   const int G = c.gpus();
   for (int tp = 1; tp <= std::min(G, c.gpus_per_node); ++tp) {
     if (G % tp != 0 || !tensor_parallel_fits(spec, tp)) continue;
@@ -75,16 +78,39 @@ ClusterPlan plan_cluster(const ModelSpec& spec, const ClusterSpec& c, const SimW
         if (m == 2 * pp && pp == 1) continue;
         SimLayout l;
         l.data = G / (tp * pp), l.pipeline = pp, l.tensor = tp, l.micro_batches = m;
-        RankedLayout r{simulate_layout(spec, c, w, l), ""};
-        out.simulated_plans += r.sim.plans;
-        if (r.sim.fits) ++out.simulated_layouts;
-        r.reason = r.sim.fits ? layout_reason(r.sim, w) : "does not fit: " + r.sim.why_not;
-        out.layouts.push_back(std::move(r));
+        out.push_back(l);
       }
     }
   }
-  CONVEYOR_CHECK(!out.layouts.empty(), "no layout of ", G, " GPUs splits ", spec.source, "'s ", spec.heads, " heads and ",
+  CONVEYOR_CHECK(!out.empty(), "no layout of ", G, " GPUs splits ", spec.source, "'s ", spec.heads, " heads and ",
                  spec.kv_heads, " KV heads inside a node of ", c.gpus_per_node);
+  return out;
+}
+
+void check_given(const ModelSpec& spec, const ClusterSpec& c, const SimLayout& l) {
+  CONVEYOR_CHECK(l.data >= 1 && l.pipeline >= 1 && l.tensor >= 1 && l.gpus() <= c.gpus(), "the layout data ", l.data,
+                 " x pipeline ", l.pipeline, " x tensor ", l.tensor, " needs ", l.gpus(), " GPUs but ", c.source, " has ",
+                 c.gpus());
+  CONVEYOR_CHECK(l.tensor <= c.gpus_per_node && tensor_parallel_fits(spec, l.tensor), "tensor ", l.tensor,
+                 " must split ", spec.source, "'s ", spec.heads, " heads and ", spec.kv_heads, " KV heads inside a node of ",
+                 c.gpus_per_node);
+  CONVEYOR_CHECK(l.pipeline <= spec.layers, "pipeline ", l.pipeline, " is more stages than ", spec.source, "'s ",
+                 spec.layers, " layers");
+}
+
+}  // namespace
+
+ClusterPlan plan_cluster(const ModelSpec& spec, const ClusterSpec& c, const SimWorkload& w,
+                         const std::vector<SimLayout>& only) {
+  ClusterPlan out;
+  for (const SimLayout& l : only) check_given(spec, c, l);
+  for (const SimLayout& l : only.empty() ? all_layouts(spec, c) : only) {
+    RankedLayout r{simulate_layout(spec, c, w, l), ""};
+    out.simulated_plans += r.sim.plans;
+    if (r.sim.fits) ++out.simulated_layouts;
+    r.reason = r.sim.fits ? layout_reason(r.sim, w) : "does not fit: " + r.sim.why_not;
+    out.layouts.push_back(std::move(r));
+  }
   std::stable_sort(out.layouts.begin(), out.layouts.end(), [](const RankedLayout& a, const RankedLayout& b) {
     if (a.sim.fits != b.sim.fits) return a.sim.fits;
     return a.sim.output_tokens_per_s > b.sim.output_tokens_per_s;
@@ -171,7 +197,8 @@ nlohmann::json cluster_plan_json(const ClusterSpec& c, const SimWorkload& w, con
     nlohmann::json stages = nlohmann::json::array();
     for (const SimStage& s : r.stages)
       stages.push_back({{"layers", {s.first_layer, s.last_layer}}, {"compute_s", s.compute_s},
-                        {"allreduce_s", s.allreduce_s}, {"send_s", s.send_s}, {"bubble", s.bubble},
+                        {"allreduce_s", s.allreduce_s}, {"overhead_s", s.overhead_s}, {"send_s", s.send_s},
+                      {"bubble", s.bubble},
                         {"edge_crosses_node", s.edge_crosses_node}, {"weight_bytes", s.weight_bytes},
                         {"kv_bytes", s.kv_bytes}, {"memory_bytes", s.weight_bytes + s.kv_bytes}});
     rows.push_back({{"data", r.layout.data}, {"pipeline", r.layout.pipeline}, {"tensor", r.layout.tensor},

@@ -29,7 +29,9 @@ struct ClusterPlan {
 // subset) over `base`; an unknown key is an error naming it.
 SimWorkload parse_workload(const std::string& text, SimWorkload base);
 
-ClusterPlan plan_cluster(const ModelSpec& spec, const ClusterSpec& cluster, const SimWorkload& w);
+// Every layout of the cluster's GPUs, or only `only` (each checked to fit the cluster's GPUs and the model).
+ClusterPlan plan_cluster(const ModelSpec& spec, const ClusterSpec& cluster, const SimWorkload& w,
+                         const std::vector<SimLayout>& only = {});
 
 // What sets a layout's rank, in words (the largest of bubble, KV room, all-reduce, network shares).
 std::string layout_reason(const SimResult& r, const SimWorkload& w);

@@ -21,10 +21,12 @@ struct GpuPreset {
   double flops, fp8_flops, bandwidth, memory;
 };
 
+// "cpu" has no numbers of its own: doctor_json gives them all (read_cpu_preset).
 const std::map<std::string, GpuPreset>& gpu_presets() {
   static const std::map<std::string, GpuPreset> p = {
       {"h200", {810e12, 1480e12, 4.28e12, 140.0 * (1ull << 30)}},
       {"h100", {810e12, 1480e12, 4.28e12 * 3.35 / 4.8, 79.6 * (1ull << 30)}},
+      {"cpu", {0, 0, 0, 0}},
   };
   return p;
 }
@@ -70,12 +72,23 @@ struct Reader {
   }
 };
 
-// `key: preset` or `key: {preset: name, field: value, ...}`.
-LinkSpec read_link(const Reader& r, const YAML::Node& n, const std::string& key, const std::string& fallback) {
+// `doctor`: the links of the doctor JSON (its slowest edge and TP group).
+LinkSpec doctor_link(const Reader& r, const std::string& key, const std::string& doctor) {
+  CONVEYOR_CHECK(!doctor.empty(), r.where(key), ": 'doctor' takes the links of gpu.doctor_json, which is not given");
+  const LinkCosts c = links_from_doctor(read_doctor_json(doctor), doctor);
+  return LinkSpec{"measured by conveyor doctor (" + doctor + ")", c.p2p_bandwidth, c.p2p_latency, c.allreduce_busbw,
+                  c.allreduce_latency};
+}
+
+// `key: preset`, `key: doctor` or `key: {preset: name, field: value, ...}`.
+LinkSpec read_link(const Reader& r, const YAML::Node& n, const std::string& key, const std::string& fallback,
+                   const std::string& doctor) {
   const bool map = n && n.IsMap();
   const std::string preset = map ? r.text(n["preset"], key + ".preset", "") : r.text(n, key, fallback);
   LinkSpec l;
-  if (!preset.empty()) {
+  if (preset == "doctor") {
+    l = doctor_link(r, key, doctor);
+  } else if (!preset.empty()) {
     auto it = link_presets().find(preset);
     CONVEYOR_CHECK(it != link_presets().end(), r.where(key), ": unknown link preset '", preset, "'",
                    did_you_mean(preset, link_preset_names()), " (presets: ", join(link_preset_names(), ", "), ")");
@@ -86,15 +99,58 @@ LinkSpec read_link(const Reader& r, const YAML::Node& n, const std::string& key,
     l.bandwidth = r.number(n["bandwidth_gbps"], key + ".bandwidth_gbps", l.bandwidth / 1e9) * 1e9;
     l.latency = r.number(n["latency_us"], key + ".latency_us", l.latency * 1e6) * 1e-6;
     l.allreduce_busbw = r.number(n["allreduce_busbw_gbps"], key + ".allreduce_busbw_gbps", l.allreduce_busbw / 1e9) * 1e9;
+    if (n["allreduce_latency_us"]) l.allreduce_latency = r.number(n["allreduce_latency_us"], key + ".allreduce_latency_us", 0) * 1e-6;
   }
   CONVEYOR_CHECK(l.bandwidth > 0 && l.latency >= 0, r.where(key), " needs bandwidth_gbps > 0 and latency_us >= 0 "
                  "(or a preset: ", join(link_preset_names(), ", "), ")");
   return l;
 }
 
+// gpu: the preset, its doctor JSON and overrides into c; returns the doctor JSON's path ("" for none).
+// A CPU (`preset: cpu`) takes every number from its doctor JSON, written on the CPU backend.
+std::string read_gpu(const Reader& r, const YAML::Node& g, ClusterSpec* c) {
+  const bool gmap = g && g.IsMap();
+  c->gpu_name = gmap ? r.text(g["preset"], "gpu.preset", "h200") : r.text(g, "gpu", "h200");
+  auto it = gpu_presets().find(c->gpu_name);
+  CONVEYOR_CHECK(it != gpu_presets().end(), r.where("gpu"), ": unknown GPU preset '", c->gpu_name,
+                 "' (presets: h200, h100, cpu)");
+  const std::string doctor = gmap ? r.relative(r.text(g["doctor_json"], "gpu.doctor_json", "")) : "";
+  GpuPreset p = it->second;
+  double memory_gib = p.memory / (1ull << 30);
+  if (!doctor.empty()) {
+    const nlohmann::json j = read_doctor_json(doctor);
+    c->gpu = ceilings_from_doctor(j, doctor);
+    if (c->cpu()) {
+      CONVEYOR_CHECK(j.value("backend", "") == "cpu" && c->gpu.measured.ceiling_flops > 0 &&
+                         c->gpu.measured.ceiling_bandwidth > 0, r.where("gpu.doctor_json"), ": ", doctor,
+                     " is not a doctor JSON of the CPU backend (run `mpirun -np N conveyor doctor --output-json F` "
+                     "with --set runtime.backend=cpu)");
+      p = {c->gpu.measured.ceiling_flops, c->gpu.measured.ceiling_flops, c->gpu.measured.ceiling_bandwidth, 0};
+      memory_gib = j.at("device").value("memory_gib", 0.0);
+    }
+  }
+  CONVEYOR_CHECK(!c->cpu() || !doctor.empty(), r.where("gpu"), ": preset cpu takes its speeds from gpu.doctor_json "
+                 "(`conveyor doctor --output-json` on the CPU backend), which is not given");
+  // A gpu.<key> override in the file's units, else the preset's value.
+  auto field = [&](const char* key, double preset) {
+    return gmap ? r.number(g[key], std::string("gpu.") + key, preset) : preset;
+  };
+  c->gpu.flops = field("tflops", p.flops / 1e12) * 1e12;
+  c->fp8_flops = field("fp8_tflops", p.fp8_flops / 1e12) * 1e12;
+  c->gpu.bandwidth = field("bandwidth_tbs", p.bandwidth / 1e12) * 1e12;
+  c->gpu.memory = field("memory_gib", memory_gib) * (1ull << 30);
+  const DeviceProfile& m = c->gpu.measured;
+  if (m.any())
+    c->gpu.measured.step_overhead_s =
+        field("step_overhead_us", m.measured_step_overhead_s >= 0 ? m.measured_step_overhead_s * 1e6 : kDefaultStepOverheadUs) * 1e-6;
+  return doctor;
+}
+
 }  // namespace
 
-std::string precision_name(Precision p) { return p == Precision::kFp8 ? "fp8" : "bf16"; }
+std::string precision_name(Precision p) {
+  return p == Precision::kFp8 ? "fp8" : p == Precision::kFp32 ? "fp32" : "bf16";
+}
 
 DeviceCeilings ClusterSpec::ceilings() const {
   DeviceCeilings d = gpu;
@@ -109,7 +165,7 @@ DeviceCeilings ClusterSpec::ceilings() const {
 LinkCosts ClusterSpec::tensor_links() const {
   LinkCosts l;
   l.allreduce_busbw = intra_node.allreduce_busbw > 0 ? intra_node.allreduce_busbw : intra_node.bandwidth;
-  l.allreduce_latency = intra_node.latency;
+  l.allreduce_latency = intra_node.allreduce_latency >= 0 ? intra_node.allreduce_latency : intra_node.latency;
   l.p2p_bandwidth = intra_node.bandwidth;
   l.p2p_latency = intra_node.latency;
   return l;
@@ -137,29 +193,13 @@ ClusterSpec load_cluster_spec(const std::string& path) {
   c.gpus_per_node = static_cast<int>(r.number(root["gpus_per_node"], "gpus_per_node", 8));
   CONVEYOR_CHECK(c.nodes >= 1 && c.gpus_per_node >= 1, r.where("nodes"), " and gpus_per_node must be >= 1");
 
-  const YAML::Node g = root["gpu"];
-  const bool gmap = g && g.IsMap();
-  c.gpu_name = gmap ? r.text(g["preset"], "gpu.preset", "h200") : r.text(g, "gpu", "h200");
-  auto it = gpu_presets().find(c.gpu_name);
-  CONVEYOR_CHECK(it != gpu_presets().end(), r.where("gpu"), ": unknown GPU preset '", c.gpu_name, "' (presets: h200, h100)");
-  const std::string doctor = gmap ? r.relative(r.text(g["doctor_json"], "gpu.doctor_json", "")) : "";
-  if (!doctor.empty()) c.gpu = ceilings_from_doctor(read_doctor_json(doctor), doctor);
-  // A gpu.<key> override in the file's units, else the preset's value.
-  auto field = [&](const char* key, double preset) {
-    return gmap ? r.number(g[key], std::string("gpu.") + key, preset) : preset;
-  };
-  const GpuPreset& p = it->second;
-  c.gpu.flops = field("tflops", p.flops / 1e12) * 1e12;
-  c.fp8_flops = field("fp8_tflops", p.fp8_flops / 1e12) * 1e12;
-  c.gpu.bandwidth = field("bandwidth_tbs", p.bandwidth / 1e12) * 1e12;
-  c.gpu.memory = field("memory_gib", p.memory / (1ull << 30)) * (1ull << 30);
-  if (c.gpu.measured.any()) c.gpu.measured.step_overhead_s = field("step_overhead_us", kDefaultStepOverheadUs) * 1e-6;
-
-  c.intra_node = read_link(r, root["intra_node"], "intra_node", "nvlink-" + c.gpu_name);
-  c.network = read_link(r, root["network"], "network", "ib-ndr-400");
-  const std::string prec = r.text(root["precision"], "precision", "bf16");
-  CONVEYOR_CHECK(prec == "bf16" || prec == "fp8", r.where("precision"), " must be bf16 or fp8, got '", prec, "'");
-  c.precision = prec == "fp8" ? Precision::kFp8 : Precision::kBf16;
+  const std::string doctor = read_gpu(r, root["gpu"], &c);
+  c.intra_node = read_link(r, root["intra_node"], "intra_node", c.cpu() ? "doctor" : "nvlink-" + c.gpu_name, doctor);
+  c.network = read_link(r, root["network"], "network", "ib-ndr-400", doctor);
+  const std::string prec = r.text(root["precision"], "precision", c.cpu() ? "fp32" : "bf16");
+  CONVEYOR_CHECK(c.cpu() ? prec == "fp32" : prec == "bf16" || prec == "fp8", r.where("precision"), " must be ",
+                 c.cpu() ? "fp32 on a CPU (the CPU backend computes in fp32)" : "bf16 or fp8 on a GPU", ", got '", prec, "'");
+  c.precision = prec == "fp8" ? Precision::kFp8 : prec == "fp32" ? Precision::kFp32 : Precision::kBf16;
   return c;
 }
 

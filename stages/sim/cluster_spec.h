@@ -1,7 +1,9 @@
 // A cluster for `conveyor plan --cluster`: nodes of GPUs, each GPU's ceilings (a preset, optionally
 // with the measured speeds of a `conveyor doctor --output-json` file), the intra-node link (TP
 // all-reduce and same-node pipeline edges) and the network between nodes (pipeline edges that cross
-// nodes), and the precision. docs/cluster.md documents the YAML; presets live in cluster_spec.cpp.
+// nodes), and the precision. A CPU host is `gpu: {preset: cpu, doctor_json: ...}`: its "GPUs" are the
+// MPI ranks of the CPU backend, every speed (and how ranks share its cores) from the doctor JSON.
+// docs/cluster.md documents the YAML; presets live in cluster_spec.cpp.
 #pragma once
 
 #include <string>
@@ -10,7 +12,7 @@
 
 namespace conveyor {
 
-enum class Precision { kBf16, kFp8 };
+enum class Precision { kBf16, kFp8, kFp32 };  // kFp32: the CPU backend
 
 // A link: bandwidth and per-message latency; for the intra-node link also the all-reduce bus bandwidth.
 struct LinkSpec {
@@ -18,6 +20,7 @@ struct LinkSpec {
   double bandwidth = 0;        // bytes/s, one p2p stream
   double latency = 0;          // s per message
   double allreduce_busbw = 0;  // bytes/s (nccl-tests' busbw); 0 for the network
+  double allreduce_latency = -1;  // s per all-reduce; < 0: the p2p latency
 };
 
 struct ClusterSpec {
@@ -33,7 +36,8 @@ struct ClusterSpec {
   Precision precision = Precision::kBf16;
 
   int gpus() const { return nodes * gpus_per_node; }
-  int dtype_bytes() const { return precision == Precision::kFp8 ? 1 : 2; }
+  bool cpu() const { return gpu_name == "cpu"; }  // the CPU backend: ranks on host cores
+  int dtype_bytes() const { return precision == Precision::kFp8 ? 1 : precision == Precision::kFp32 ? 4 : 2; }
   // The ceilings a GPU runs at in this precision: FP8 halves weight and KV bytes (Workload's dtype
   // bytes) and raises the compute ceiling to fp8_flops, measured prefill GEMM speed scaled alike.
   DeviceCeilings ceilings() const;

@@ -2,7 +2,11 @@
 #include "stages/sim/schedule_sim.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
+#include <functional>
+#include <limits>
+#include <queue>
 
 #include "runtime/core/error.h"
 #include "runtime/core/percentile.h"
@@ -51,24 +55,31 @@ StepWork work_of(const StepPlan& plan) {
 }
 
 struct StageTime {
-  double compute = 0, allreduce = 0, send = 0;
+  double compute = 0, allreduce = 0, overhead = 0, send = 0;
+  double work() const { return compute + allreduce + overhead; }  // what occupies the stage's ranks
 };
 
 class PipelineModel {
  public:
   PipelineModel(const ModelSpec& spec, const ClusterSpec& c, const SimLayout& l, const Workload& w,
                 const std::vector<int>& counts)
-      : spec_(spec), dev_(c.ceilings()), links_(c.tensor_links()), w_(w), counts_(counts) {
+      : spec_(spec), dev_(c.ceilings()), links_(c.tensor_links()), w_(w), counts_(counts),
+        activation_bytes_(c.precision == Precision::kFp32 ? 4.0 : kActivationBytes) {
     for (int s = 0; s + 1 < l.pipeline; ++s) edges_.push_back(edge_between(c, l, s, s + 1));
     back_ = l.pipeline > 1 ? edge_between(c, l, l.pipeline - 1, 0).link.latency : 0.0;
+    place(c, l);
   }
   const std::vector<Edge>& edges() const { return edges_; }
   double result_latency() const { return back_; }
+  const CoreSharing& sharing() const { return dev_.measured.sharing; }
+  int node_of(size_t stage) const { return node_of_stage_[stage]; }
+  // Ranks of `stage` (all replicas, all TP ranks) on `node`.
+  int ranks_on(int node, size_t stage) const { return ranks_on_node_[static_cast<size_t>(node)][stage]; }
 
   std::vector<StageTime> times(const StepPlan& plan) const {
     const StepWork work = work_of(plan);
     const StepTimes st = step_times(spec_, w_, dev_, work);
-    const double rows = work.decodes + work.prefill_tokens, act = rows * spec_.hidden * kActivationBytes;
+    const double rows = work.decodes + work.prefill_tokens, act = rows * spec_.hidden * activation_bytes_;
     const double T = w_.tensor;
     auto collective = [&](double bytes, double share) {
       return T > 1 ? links_.allreduce_latency + bytes * share * (T - 1) / T / links_.allreduce_busbw : 0.0;
@@ -78,8 +89,8 @@ class PipelineModel {
     std::vector<StageTime> t(P);
     for (size_t s = 0; s < P; ++s) {
       const bool first = s == 0, last = s + 1 == P;
-      t[s].compute = counts_[s] * st.layer + (first ? st.embed : 0.0) + (last ? st.head : 0.0) +
-                     dev_.measured.step_overhead_s;
+      t[s].compute = counts_[s] * st.layer + (first ? st.embed : 0.0) + (last ? st.head : 0.0);
+      t[s].overhead = dev_.measured.step_overhead_s;
       t[s].allreduce = 2.0 * counts_[s] * ar + (first ? ar : 0.0) + (last ? gather : 0.0);
       if (!last) t[s].send = edges_[s].link.latency + act / edges_[s].link.bandwidth;
     }
@@ -87,18 +98,27 @@ class PipelineModel {
   }
 
  private:
+  // The node of each stage's ranks (replica 0, tp 0) and, per node, every replica's ranks of each stage:
+  // replicas run alike, so a stage computing means all its copies compute.
+  void place(const ClusterSpec& c, const SimLayout& l) {
+    ranks_on_node_.assign(static_cast<size_t>(c.nodes), std::vector<int>(static_cast<size_t>(l.pipeline), 0));
+    for (int s = 0; s < l.pipeline; ++s) node_of_stage_.push_back(s * l.tensor / c.gpus_per_node);
+    for (int d = 0; d < l.data; ++d)
+      for (int s = 0; s < l.pipeline; ++s)
+        for (int t = 0; t < l.tensor; ++t)
+          ++ranks_on_node_[static_cast<size_t>(((d * l.pipeline + s) * l.tensor + t) / c.gpus_per_node)][static_cast<size_t>(s)];
+  }
+
   const ModelSpec& spec_;
   DeviceCeilings dev_;
   LinkCosts links_;
   Workload w_;
   std::vector<int> counts_;
+  double activation_bytes_;
   std::vector<Edge> edges_;
   double back_ = 0;
-};
-
-struct InFlight {
-  StepPlan plan;
-  double done = 0;  // its result is at the leader
+  std::vector<int> node_of_stage_;
+  std::vector<std::vector<int>> ranks_on_node_;
 };
 
 struct RequestTimes {
@@ -106,64 +126,256 @@ struct RequestTimes {
   double first = 0, last = 0;
 };
 
-// Engine::step's loop over simulated stages; fills r's timings and stage usage.
-void run(const PipelineModel& model, const SimWorkload& w, int M, int64_t requests, int64_t num_blocks, SimResult* r) {
-  SchedulerConfig sc;
-  sc.max_num_seqs = w.max_num_seqs;
-  sc.max_num_batched_tokens = w.max_num_batched_tokens;
-  sc.enable_chunked_prefill = w.enable_chunked_prefill;
-  Scheduler sched(sc.per_micro_batch(M), static_cast<int>(num_blocks), w.block_size);
-  for (int64_t i = 0; i < requests; ++i)
-    sched.add(i, std::vector<int32_t>(static_cast<size_t>(w.input_len), 1), w.input_len + w.output_len);
-  const auto failed = sched.take_failed();
-  CONVEYOR_CHECK(failed.empty(), "simulated request refused: ", failed.empty() ? "" : failed.front().error);
-  std::vector<RequestTimes> req(static_cast<size_t>(requests));
-  const size_t P = r->stages.size();
-  std::vector<double> free_at(P, 0.0);
-  std::deque<InFlight> q;
-  double leader = 0;
-  while (sched.has_unfinished()) {
-    while (static_cast<int>(q.size()) < M) {
-      StepPlan plan = sched.schedule();
-      if (plan.seqs.empty()) break;
-      r->peak_running = std::max<int64_t>(r->peak_running, static_cast<int64_t>(sched.num_running()));
-      const std::vector<StageTime> t = model.times(plan);
-      double arrive = leader;
-      for (size_t s = 0; s < P; ++s) {
-        const double start = std::max(arrive, free_at[s]);
-        free_at[s] = start + t[s].compute + t[s].allreduce;
-        if (s == 0) leader = free_at[0];  // stage 0 runs inside the leader's submit()
-        arrive = free_at[s] + t[s].send;
-        r->stages[s].compute_s += t[s].compute;
-        r->stages[s].allreduce_s += t[s].allreduce;
-        r->stages[s].send_s += t[s].send;
+// Engine::step's loop over simulated stages, event by event. A plan's work on a stage is a task that
+// starts when the plan has arrived and the stage is free (plans keep their order on every stage). While
+// k ranks of a node run tasks, each runs at sharing.at(k) of its speed alone, so starting or ending a
+// task moves the ends of the others on its node; without sharing every task takes its work exactly.
+class EventLoop {
+ public:
+  EventLoop(const PipelineModel& model, const SimWorkload& w, int M, int64_t requests, int64_t num_blocks, SimResult* r)
+      : model_(model), w_(w), M_(M), sched_(scheduler_config(w).per_micro_batch(M), static_cast<int>(num_blocks), w.block_size),
+        req_(static_cast<size_t>(requests)), r_(r), P_(r->stages.size()) {
+    for (int64_t i = 0; i < requests; ++i)
+      sched_.add(i, std::vector<int32_t>(static_cast<size_t>(w.input_len), 1), w.input_len + w.output_len);
+    const auto failed = sched_.take_failed();
+    CONVEYOR_CHECK(failed.empty(), "simulated request refused: ", failed.empty() ? "" : failed.front().error);
+  }
+
+  void run() {
+    leader(0.0);
+    while (!finished_) {
+      CONVEYOR_CHECK(!events_.empty(), "internal: the simulation stalled with ", sched_.num_running(), " running");
+      const Event e = events_.top();
+      events_.pop();
+      if (e.kind == Event::kTaskEnd) task_end(e);
+      if (e.kind == Event::kArrive) {
+        flight(e.flight).arrived[e.stage] = true;
+        try_start(e.stage, e.t, true);
       }
-      q.push_back({std::move(plan), free_at[P - 1] + model.result_latency()});
+      if (e.kind == Event::kStart) {
+        tasks_[e.stage].receiving = false;
+        begin(e.stage, e.t, e.flight);
+      }
+      if (e.kind == Event::kResult) {
+        flight(e.flight).ready = true;
+        if (waiting_ && e.flight == front_) {
+          waiting_ = false;
+          const double d = P_ > 1 ? hop(0) : 0.0;  // one stage: the result is the leader's own
+          if (d > 0) push(Event::kWake, e.t + d, 0, e.flight);
+          else leader(e.t);
+        }
+      }
+      if (e.kind == Event::kWake) leader(e.t);
     }
-    CONVEYOR_CHECK(!q.empty(), "internal: the simulated scheduler planned nothing with ", sched.num_waiting(),
-                   " waiting and ", sched.num_running(), " running");
-    InFlight f = std::move(q.front());
-    q.pop_front();
-    leader = std::max(leader, f.done);
-    sched.on_step_done(f.plan, std::vector<int32_t>(f.plan.num_logits(), 1));
+    r_->plans = sched_.stats().plans;
+    r_->preemptions = sched_.stats().preemptions;
+    std::vector<double> ttft, tpot;
+    for (const RequestTimes& rt : req_) {
+      ttft.push_back(rt.first);
+      if (rt.outputs > 1) tpot.push_back((rt.last - rt.first) / static_cast<double>(rt.outputs - 1));
+    }
+    r_->ttft_p50 = percentile(ttft, 0.5), r_->ttft_p90 = percentile(ttft, 0.9), r_->ttft_p99 = percentile(ttft, 0.99);
+    r_->tpot_p50 = percentile(tpot, 0.5), r_->tpot_p90 = percentile(tpot, 0.9), r_->tpot_p99 = percentile(tpot, 0.99);
+  }
+
+ private:
+  struct Flight {
+    StepPlan plan;
+    std::vector<StageTime> t;
+    std::vector<bool> arrived;
+    bool ready = false;  // its result is at the leader
+  };
+  struct Task {
+    bool busy = false;       // computing
+    bool receiving = false;  // taking its next plan's messages (CoreSharing's hop), not computing
+    int64_t flight = 0;
+    double start = 0, end = 0, rate = 1;
+    uint64_t version = 0;
+  };
+  struct Event {
+    enum Kind { kTaskEnd, kArrive, kStart, kResult, kWake } kind;
+    double t;
+    uint64_t order;  // ties: in the order pushed
+    size_t stage;
+    int64_t flight;
+    uint64_t version;
+    bool operator>(const Event& o) const { return t != o.t ? t > o.t : order > o.order; }
+  };
+
+  static SchedulerConfig scheduler_config(const SimWorkload& w) {
+    SchedulerConfig sc;
+    sc.max_num_seqs = w.max_num_seqs;
+    sc.max_num_batched_tokens = w.max_num_batched_tokens;
+    sc.enable_chunked_prefill = w.enable_chunked_prefill;
+    return sc;
+  }
+
+  Flight& flight(int64_t id) { return flights_[static_cast<size_t>(id - front_)]; }
+  void push(Event::Kind kind, double t, size_t stage, int64_t f, uint64_t version = 0) {
+    events_.push(Event{kind, t, next_order_++, stage, f, version});
+  }
+
+  // The leader is free at t: it fills up to M plans (stage 0 runs inside submit), else takes the
+  // oldest result when it is there, else waits for it.
+  void leader(double t) {
+    waiting_ = false;
+    for (;;) {
+      if (static_cast<int>(flights_.size()) < M_) {
+        StepPlan plan = sched_.schedule();
+        if (!plan.seqs.empty()) {
+          r_->peak_running = std::max<int64_t>(r_->peak_running, static_cast<int64_t>(sched_.num_running()));
+          submit(t, std::move(plan));
+          return;
+        }
+      }
+      CONVEYOR_CHECK(!flights_.empty(), "internal: the simulated scheduler planned nothing with ", sched_.num_waiting(),
+                     " waiting and ", sched_.num_running(), " running");
+      if (!flights_.front().ready) {
+        waiting_ = true;
+        return;
+      }
+      take_result(t);
+      if (!sched_.has_unfinished()) {
+        finished_ = true;
+        r_->elapsed_s = t;
+        return;
+      }
+    }
+  }
+
+  void submit(double t, StepPlan plan) {
+    Flight f;
+    f.t = model_.times(plan);
+    f.plan = std::move(plan);
+    f.arrived.assign(P_, false);
+    f.arrived[0] = true;
+    flights_.push_back(std::move(f));
+    queue_[0].push_back(front_ + static_cast<int64_t>(flights_.size()) - 1);
+    try_start(0, t);
+  }
+
+  void take_result(double t) {
+    Flight f = std::move(flights_.front());
+    flights_.pop_front();
+    ++front_;
+    sched_.on_step_done(f.plan, std::vector<int32_t>(f.plan.num_logits(), 1));
     for (const SeqChunk& c : f.plan.seqs) {
       if (!c.wants_logits) continue;
-      RequestTimes& rt = req[static_cast<size_t>(c.seq_id)];
-      if (rt.outputs++ == 0) rt.first = leader;
-      rt.last = leader;
-      if (rt.outputs == w.output_len) sched.finish(c.seq_id);
+      RequestTimes& rt = req_[static_cast<size_t>(c.seq_id)];
+      if (rt.outputs++ == 0) rt.first = t;
+      rt.last = t;
+      if (rt.outputs == w_.output_len) sched_.finish(c.seq_id);
     }
   }
-  r->elapsed_s = leader;
-  r->plans = sched.stats().plans;
-  r->preemptions = sched.stats().preemptions;
-  std::vector<double> ttft, tpot;
-  for (const RequestTimes& rt : req) {
-    ttft.push_back(rt.first);
-    if (rt.outputs > 1) tpot.push_back((rt.last - rt.first) / static_cast<double>(rt.outputs - 1));
+
+  // `woken`: the plan has just arrived (a stage that waits for it must be woken); otherwise the stage has
+  // just finished its previous plan and takes the next, already there, at once.
+  void try_start(size_t s, double t, bool woken = false) {
+    Task& task = tasks_[s];
+    if (task.busy || task.receiving || queue_[s].empty() || !flight(queue_[s].front()).arrived[s]) return;
+    const int64_t f = queue_[s].front();
+    queue_[s].pop_front();
+    const double d = s > 0 ? hop(s) : 0.0;
+    if (d > 0) {
+      task.receiving = true;
+      push(Event::kStart, t + d, s, f);
+    } else {
+      begin(s, t, f);
+    }
   }
-  r->ttft_p50 = percentile(ttft, 0.5), r->ttft_p90 = percentile(ttft, 0.9), r->ttft_p99 = percentile(ttft, 0.99);
-  r->tpot_p50 = percentile(tpot, 0.5), r->tpot_p90 = percentile(tpot, 0.9), r->tpot_p99 = percentile(tpot, 0.99);
+
+  void begin(size_t s, double t, int64_t f) {
+    Task& task = tasks_[s];
+    task.busy = true;
+    task.flight = f;
+    task.start = t;
+    task.rate = 1;
+    task.end = t + flight(f).t[s].work();
+    if (model_.sharing().any()) {
+      task.rate = 0;  // set by share()
+      share(model_.node_of(s), t);
+    } else {
+      push(Event::kTaskEnd, task.end, s, f, ++task.version);
+    }
+  }
+
+  // Every busy task of `node` at the speed its node's busy ranks allow; a task whose rate changes gets a
+  // new end (the old end event goes stale).
+  void share(int node, double t) {
+    int k = 0;
+    for (size_t s = 0; s < tasks_.size(); ++s)
+      if (tasks_[s].busy) k += model_.ranks_on(node, s);
+    const double rate = model_.sharing().at(k);
+    for (size_t s = 0; s < tasks_.size(); ++s) {
+      Task& task = tasks_[s];
+      if (!task.busy || model_.node_of(s) != node || task.rate == rate) continue;
+      const double left = task.rate > 0 ? (task.end - t) * task.rate : flight(task.flight).t[s].work();
+      task.rate = rate;
+      task.end = t + left / rate;
+      push(Event::kTaskEnd, task.end, s, task.flight, ++task.version);
+    }
+  }
+
+  void task_end(const Event& e) {
+    Task& task = tasks_[e.stage];
+    if (!task.busy || e.version != task.version) return;  // moved by a change of rate
+    task.busy = false;
+    const size_t s = e.stage;
+    const StageTime& st = flight(task.flight).t[s];
+    // The wall time splits over the parts as their work does (all run at the task's rate).
+    const double stretch = model_.sharing().any() && st.work() > 0 ? (e.t - task.start) / st.work() : 1.0;
+    SimStage& out = r_->stages[s];
+    out.compute_s += st.compute * stretch;
+    out.allreduce_s += st.allreduce * stretch;
+    out.overhead_s += st.overhead * stretch;
+    out.send_s += st.send;
+    if (s + 1 < P_) {
+      queue_[s + 1].push_back(task.flight);
+      push(Event::kArrive, e.t + st.send, s + 1, task.flight);
+    } else {
+      push(Event::kResult, e.t + model_.result_latency(), s, task.flight);
+    }
+    if (model_.sharing().any()) share(model_.node_of(s), e.t);
+    try_start(s, e.t);
+    if (s == 0) leader(e.t);
+  }
+
+  // How long a rank of `stage` takes to have a message in hand once it turns to it (CoreSharing: a
+  // wake-up and MPI's receive, longer while the node's CPUs are all computing); 0 on GPUs.
+  double hop(size_t stage) const {
+    const CoreSharing& c = model_.sharing();
+    if (!c.any()) return 0.0;
+    const int node = model_.node_of(stage);
+    int computing = 0;
+    for (size_t s = 0; s < tasks_.size(); ++s)
+      if (tasks_[s].busy && s != stage) computing += model_.ranks_on(node, s);
+    return computing >= c.cpus ? c.busy_hop_s : c.hop_s;
+  }
+
+  const PipelineModel& model_;
+  const SimWorkload& w_;
+  const int M_;
+  Scheduler sched_;
+  std::vector<RequestTimes> req_;
+  SimResult* r_;
+  size_t P_;
+  std::vector<Task> tasks_ = std::vector<Task>(P_);
+  std::vector<std::deque<int64_t>> queue_ = std::vector<std::deque<int64_t>>(P_);
+  std::deque<Flight> flights_;  // in flight, oldest first; flight id - front_ is the index
+  int64_t front_ = 0;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  uint64_t next_order_ = 0;
+  bool waiting_ = false, finished_ = false;
+};
+
+// The CPU backend's pool (stages/pipeline_stage.cpp): cache.cpu_kv_cache_space per rank, whatever the
+// weights take, in whole blocks of the stage's layers; the ranks agree on the smallest.
+int64_t cpu_kv_blocks(const PartitionPlan& plan, const SimWorkload& w) {
+  int64_t blocks = std::numeric_limits<int64_t>::max();
+  const double budget = std::floor(w.cpu_kv_cache_gib * 1024.0 * 1024.0 * 1024.0);
+  for (const StageCost& c : plan.stages)
+    blocks = std::min(blocks, static_cast<int64_t>(budget / (c.kv_bytes_per_token * w.block_size)));
+  return blocks;
 }
 
 }  // namespace
@@ -196,6 +408,8 @@ SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, con
   r.fits = plan.fits;
   r.why_not = plan.why_not;
   r.num_blocks = static_cast<int64_t>(kv_tokens / w.block_size);
+  if (cluster.cpu()) r.num_blocks = cpu_kv_blocks(plan, w);
+  if (w.num_blocks > 0) r.num_blocks = w.num_blocks;
   const int64_t seq_blocks = (w.input_len + w.output_len + w.block_size - 1) / w.block_size;
   if (r.fits && r.num_blocks < seq_blocks) {
     r.fits = false;
@@ -209,7 +423,7 @@ SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, con
   const PipelineModel model(spec, cluster, l, pw, counts);
   for (size_t s = 0; s + 1 < r.stages.size(); ++s) r.stages[s].edge_crosses_node = model.edges()[s].crosses;
   r.replica_requests = (w.num_prompts + l.data - 1) / l.data;
-  run(model, w, M, r.replica_requests, r.num_blocks, &r);
+  EventLoop(model, w, M, r.replica_requests, r.num_blocks, &r).run();
   for (SimStage& s : r.stages) s.bubble = 1.0 - (s.compute_s + s.allreduce_s) / r.elapsed_s;
   // The replica with the largest share finishes last.
   r.output_tokens_per_s = static_cast<double>(w.num_prompts) * w.output_len / r.elapsed_s;

@@ -4,8 +4,10 @@
 // the cost model's time for its work (stages/partitioner.h step_times, per layer, plus 2 TP all-reduces
 // per layer), then crosses the pipeline edge (NVLink inside a node, the network across). Stage 0 runs
 // on the leader inside submit(), and the leader loop is Engine::step's: fill up to M plans, wait for
-// the oldest result, finish sequences at their max_tokens. Data-parallel replicas are identical, so one
-// replica is simulated with the largest share of the requests (the router deals them round-robin).
+// the oldest result, finish sequences at their max_tokens. Ranks that share a node's cores (the CPU
+// backend, device.sharing of its doctor JSON) each run at the measured speed for the number of ranks
+// computing at that moment. Data-parallel replicas are identical, so one replica is simulated with the
+// largest share of the requests (the router deals them round-robin).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,8 @@ struct SimWorkload {
   bool enable_chunked_prefill = true;
   int block_size = 16;
   double memory_utilization = 0.9;
+  double cpu_kv_cache_gib = 4.0;  // a CPU rank's KV pool (cache.cpu_kv_cache_space)
+  int64_t num_blocks = 0;         // cache.num_blocks: the KV blocks, overriding memory; 0: from memory
 };
 
 struct SimLayout {
@@ -39,11 +43,12 @@ struct SimLayout {
 
 struct SimStage {
   int first_layer = 0, last_layer = 0;
-  double compute_s = 0;     // kernels (and host step overhead) of every plan
+  double compute_s = 0;     // kernels of every plan (on a CPU: wall time, longer while ranks share cores)
   double allreduce_s = 0;   // TP all-reduces and the LM head's gather
+  double overhead_s = 0;    // host work per plan outside the kernels (the stage is occupied, not busy)
   double send_s = 0;        // transfers over the edge to the next stage (0 on the last)
   bool edge_crosses_node = false;
-  double bubble = 0;        // 1 - (compute + all-reduce) / run time
+  double bubble = 0;        // 1 - (compute + all-reduce) / run time: what a run's timeline calls bubble
   double weight_bytes = 0;  // per rank
   double kv_bytes = 0;      // per rank: the agreed KV blocks of this stage's layers
 };

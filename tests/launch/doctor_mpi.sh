@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `mpirun conveyor doctor` on CPU: rank table, every pipeline edge and TP group measured, JSON written;
-# a layout that does not match the job fails on every rank with the four numbers, and nothing hangs.
+# `mpirun conveyor doctor` on CPU: rank table, the CPU device section (kernels, core sharing, hop), every
+# pipeline edge and TP group measured, JSON written; a layout that does not match the job fails on every
+# rank with the four numbers, and nothing hangs.
 set -u
 bin=$1
 tmp=$(mktemp -d)
@@ -19,7 +20,16 @@ d = json.load(open(sys.argv[1]))
 assert d["world_size"] == 4, d
 assert len(d["edges"]) == 2 and all(e["bandwidth_gbps"] > 0 and e["latency_us"] > 0 for e in d["edges"]), d
 assert len(d["tensor_groups"]) == 2 and all(g["busbw_gbps"] > 0 for g in d["tensor_groups"]), d
-assert "device" not in d, d["device"]  # kernel speeds are measured on GPUs only; plan then says "ideal"
+assert all(g["latency_us"] > 0 for g in d["tensor_groups"]), d["tensor_groups"]
+# The CPU backend's device section (stages/cpu_probe.h): its fp32 kernels and how the 4 ranks share cores.
+dev = d["device"]
+assert dev["backend"] == "cpu" and dev["dtype"] == "fp32" and dev["padded_rows"] is False, dev
+assert [b["m"] for b in dev["gemm_decode"]["buckets"]] == [1, 4, 16, 64, 256], dev["gemm_decode"]
+assert all(b["bandwidth_gbps"] > 0 for b in dev["gemm_decode"]["buckets"]), dev["gemm_decode"]
+assert dev["tflops"] > 0 and dev["bandwidth_gbps"] > 0 and dev["step_overhead"]["us"] >= 0, dev
+sh = dev["sharing"]
+assert sh["ranks"] == 4 and len(sh["speed"]) == 4 and sh["speed"][0] == 1.0, sh
+assert sh["hop_us"] > 0 and sh["busy_hop_us"] > 0, sh
 PY
 out=$(timeout 60 $mpi -np 3 "$bin" doctor -pp 2 --bytes 1M 2>&1)
 rc=$?

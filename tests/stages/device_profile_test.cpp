@@ -117,6 +117,44 @@ TEST(DeviceProfile, OldDoctorJsonMeansIdeal) {
   EXPECT_NE(all.find("decode attention: measured, 10.0 us + KV bytes / 2500 GB/s"), std::string::npos) << all;
 }
 
+// The CPU backend's doctor (stages/cpu_probe.h): dtype, ceilings, unpadded rows, the sampler, the small
+// ops, the host's work per step and how ranks share the cores, each key named in its error.
+TEST(DeviceProfile, ReadsTheCpuParts) {
+  const nlohmann::json good = load("doctor_cpu.json");
+  const DeviceProfile p = device_profile_from_json(good, "cpu.json");
+  EXPECT_EQ(p.dtype_bytes, 4);
+  EXPECT_FALSE(p.padded_rows);
+  EXPECT_DOUBLE_EQ(p.ceiling_flops, 0.02e12);
+  EXPECT_DOUBLE_EQ(p.ceiling_bandwidth, 12e9);
+  EXPECT_DOUBLE_EQ(p.small_ops.fixed_s, 0.5e-6);
+  EXPECT_DOUBLE_EQ(p.small_ops.bandwidth, 20e9);
+  EXPECT_DOUBLE_EQ(p.sampling.time(4.0 * 8192), 3e-6 + 4.0 * 8192 / 4e9);
+  EXPECT_DOUBLE_EQ(p.measured_step_overhead_s, 40e-6);
+  EXPECT_EQ(p.step_overhead_s, 0.0);  // the planner's parameter, which the measured value feeds
+  EXPECT_EQ(p.sharing.cpus, 2);
+  EXPECT_DOUBLE_EQ(p.sharing.at(1), 1.0);
+  EXPECT_DOUBLE_EQ(p.sharing.at(3), 0.6);
+  EXPECT_DOUBLE_EQ(p.sharing.at(8), 0.45 * 4 / 8);  // beyond the measured ranks: time-sliced
+  EXPECT_DOUBLE_EQ(CoreSharing{}.at(5), 1.0);       // GPUs: ranks never share
+  const DeviceProfile gpu = device_profile_from_json(load("doctor_measured.json"), "d.json");
+  EXPECT_TRUE(gpu.padded_rows);
+  EXPECT_EQ(gpu.dtype_bytes, 2);  // the GPU doctor writes "dtype": "bf16"
+  EXPECT_FALSE(gpu.sharing.any());
+  nlohmann::json j = good;
+  j["device"]["sharing"]["speed"][2] = 0;
+  EXPECT_NE(error_of(j).find("device.sharing.speed entries must be numbers in (0, 1.5], got 0"), std::string::npos)
+      << error_of(j);
+  j = good;
+  j["device"]["dtype"] = "int4";
+  EXPECT_NE(error_of(j).find("device.dtype must be fp32, bf16 or fp16, got int4"), std::string::npos) << error_of(j);
+  j = good;
+  j["device"]["sampling"].erase("bandwidth_gbps");
+  EXPECT_NE(error_of(j).find("device.sampling.bandwidth_gbps is missing"), std::string::npos) << error_of(j);
+  j = good;
+  j["device"]["step_overhead"]["us"] = -1;
+  EXPECT_NE(error_of(j).find("device.step_overhead.us must be a number >= 0"), std::string::npos) << error_of(j);
+}
+
 TEST(DeviceProfile, GemmTimeInterpolatesBetweenBuckets) {
   const DeviceProfile p = device_profile_from_json(load("doctor_measured.json"), "d.json");
   const double n = 4096, k = 4096;

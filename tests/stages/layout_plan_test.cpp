@@ -203,6 +203,20 @@ TEST(LayoutPlan, CeilingsSource) {
   testing::expect_error([] { planning_ceilings("/nonexistent/doctor.json"); }, "/nonexistent/doctor.json");
 }
 
+// A CPU doctor JSON carries its own ceilings and dtype: the run plans its split in fp32 against them.
+TEST(LayoutPlan, CpuDoctorPlansInFp32AtItsOwnCeilings) {
+  const std::string path = testing::data_path("doctor_cpu.json");
+  const DeviceCeilings dev = planning_ceilings(path);
+  EXPECT_DOUBLE_EQ(dev.flops, 0.02e12);
+  EXPECT_DOUBLE_EQ(dev.bandwidth, 12e9);
+  Config cfg;
+  cfg.set("parallel.pipeline", "2", "test");
+  const LayoutPlan p = plan_layout(StageOptions::from_config(cfg), llama3_70b(), dev);
+  EXPECT_EQ(p.workload.dtype_bytes, 4);
+  EXPECT_EQ(p.workload.kv_dtype_bytes, 4);
+  EXPECT_DOUBLE_EQ(p.partition.stages[1].kv_bytes_per_token, (80 - p.layer_counts()[0]) * 2.0 * 8 * 128 * 4);
+}
+
 // The plan command's path (options from the config, ceilings from the doctor JSON it names) and the
 // run's (plan_layout over planning_ceilings(opt.device_profile)) agree on every layout tried, and for
 // some of them the measured split is not the roofline one: a run planning with DeviceCeilings{} (as

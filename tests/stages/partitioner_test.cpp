@@ -336,5 +336,33 @@ TEST(LayoutPrediction, StepOverheadIsPaidPerStageAndMicroBatch) {
   EXPECT_NEAR(slow.step_time_s - base.step_time_s, 2 * 300e-6, 1e-12);  // M = 2 micro-batches on the busiest
 }
 
+// The CPU fixture (tests/data/doctor_cpu.json): matmul m=4 2 us + bytes / 8 GB/s, m=16 3 us / 2.5, fp32;
+// attention 1 us + KV bytes / 8 GB/s; small ops 0.5 us + bytes / 20 GB/s; greedy sampling 3 us + logit
+// bytes / 4 GB/s per row. The CPU backend runs the rows there are (no graph buckets).
+TEST(LayoutPrediction, CpuDecodeRunsItsRowsInFp32) {
+  const ModelSpec s = load_model_spec(testing::source_dir() + "/configs/models/cpu-sim-16l.yaml");
+  std::ifstream in(testing::data_path("doctor_cpu.json"));
+  DeviceCeilings dev;
+  dev.measured = device_profile_from_json(nlohmann::json::parse(in), "doctor_cpu.json");
+  dev.flops = 0.02e12, dev.bandwidth = 12e9;
+  Workload w;
+  w.dtype_bytes = w.kv_dtype_bytes = 4;
+  w.context = 100;
+  // Five rows: 1/12 of the way from the m=4 curve to the m=16 one, each at its fp32 bytes.
+  auto gemm = [](double n, double k) {
+    const double bytes = (n * k + 5 * k) * 4 + 5 * n * 4;
+    return 11.0 / 12 * (2e-6 + bytes / 8e9) + 1.0 / 12 * (3e-6 + bytes / 2.5e9);
+  };
+  const double gemms = gemm(1024, 512) + gemm(512, 512) + gemm(3072, 512) + gemm(512, 1536);
+  const double attn = 1e-6 + 5.0 * 100 * 2 * 4 * 64 * 4 / 8e9;
+  const double small = 4 * 0.5e-6 + 5.0 * 4 * (4 * 512 + 2 * 1024 + 3 * 1536 + 2 * 512) / 20e9;
+  EXPECT_NEAR(layer_time(s, w, dev, 5), gemms + attn + small, 1e-15);
+  const double head_bytes = (8192.0 * 512 + 5 * 512) * 4 + 5 * 8192 * 4.0;
+  const double head = 11.0 / 12 * (2e-6 + head_bytes / 8e9) + 1.0 / 12 * (3e-6 + head_bytes / 2.5e9) + 2 * 0.5e-6 +
+                      4.0 * 5 * 512 * 4 / 20e9 + 5 * (3e-6 + 8192 * 4.0 / 4e9);
+  EXPECT_NEAR(head_time(s, w, dev, 5), head, 1e-15);
+  EXPECT_LT(layer_time(s, w, dev, 5), layer_time(s, w, dev, 8));  // no padding to the bucket of 8
+}
+
 }  // namespace
 }  // namespace conveyor

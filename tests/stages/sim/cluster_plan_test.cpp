@@ -51,8 +51,47 @@ TEST(ClusterSpec, ErrorsNameTheKey) {
   };
   EXPECT_NE(message("network: ib-ndr-4000\n").find("unknown link preset 'ib-ndr-4000'"), std::string::npos);
   EXPECT_NE(message("precision: fp4\n").find("precision must be bf16 or fp8"), std::string::npos);
+  EXPECT_NE(message("gpu: tpu\n").find("unknown GPU preset 'tpu' (presets: h200, h100, cpu)"), std::string::npos);
   EXPECT_NE(message("gpus_pernode: 8\n").find("gpus_pernode: unknown key"), std::string::npos);
   EXPECT_NE(message("nodes: many\n").find("nodes must be a number"), std::string::npos);
+}
+
+// A CPU host: every number from the CPU doctor JSON, fp32, links as doctor measured them (the slowest
+// edge and TP group), and the errors that keep a CPU and a GPU file apart.
+TEST(ClusterSpec, CpuHostFromItsDoctorJson) {
+  const std::string doctor = testing::data_path("doctor_cpu.json");
+  const ClusterSpec c = load_cluster_spec(write_yaml(
+      "cpu.yaml", "nodes: 1\ngpus_per_node: 4\ngpu: {preset: cpu, doctor_json: " + doctor + "}\n"));
+  EXPECT_TRUE(c.cpu());
+  EXPECT_EQ(c.precision, Precision::kFp32);
+  EXPECT_EQ(c.dtype_bytes(), 4);
+  EXPECT_DOUBLE_EQ(c.gpu.flops, 0.02e12);
+  EXPECT_DOUBLE_EQ(c.ceilings().flops, 0.02e12);
+  EXPECT_DOUBLE_EQ(c.gpu.bandwidth, 12e9);
+  EXPECT_DOUBLE_EQ(c.gpu.memory, 16.0 * (1ull << 30));
+  EXPECT_DOUBLE_EQ(c.gpu.measured.step_overhead_s, 40e-6);
+  EXPECT_EQ(c.gpu.measured.sharing.speed.size(), 4u);
+  EXPECT_DOUBLE_EQ(c.intra_node.bandwidth, 2.5e9);
+  EXPECT_DOUBLE_EQ(c.intra_node.latency, 5e-6);
+  const LinkCosts tp = c.tensor_links();
+  EXPECT_DOUBLE_EQ(tp.allreduce_busbw, 1.2e9);
+  EXPECT_DOUBLE_EQ(tp.allreduce_latency, 8e-6);
+  auto message = [&](const std::string& text) {
+    try {
+      load_cluster_spec(write_yaml("bad_cpu.yaml", text));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("gpu: cpu\n").find("preset cpu takes its speeds from gpu.doctor_json"), std::string::npos);
+  EXPECT_NE(message("gpu: {preset: cpu, doctor_json: " + doctor + "}\nprecision: bf16\n").find("must be fp32 on a CPU"),
+            std::string::npos);
+  EXPECT_NE(message("precision: fp32\n").find("bf16 or fp8 on a GPU"), std::string::npos);
+  EXPECT_NE(message("gpu: {preset: cpu, doctor_json: " + testing::data_path("doctor_measured.json") + "}\n")
+                .find("is not a doctor JSON of the CPU backend"),
+            std::string::npos);
+  EXPECT_NE(message("intra_node: doctor\n").find("'doctor' takes the links of gpu.doctor_json"), std::string::npos);
 }
 
 TEST(ClusterPlan, WorkloadText) {

@@ -56,7 +56,9 @@ TEST(ScheduleSim, OneRequestOneStageIsTheSumOfItsSteps) {
   EXPECT_NEAR(r.ttft_p50, first, 1e-12 * want);
   EXPECT_NEAR(r.tpot_p50, (want - first) / (w.output_len - 1), 1e-9);
   EXPECT_EQ(r.plans, w.output_len);
-  EXPECT_NEAR(r.stages[0].bubble, 0.0, 1e-9);
+  // The host's work between steps is time the kernels wait: the only bubble of a lone stage.
+  EXPECT_NEAR(r.stages[0].overhead_s, w.output_len * c.gpu.measured.step_overhead_s, 1e-12);
+  EXPECT_NEAR(r.stages[0].bubble, r.stages[0].overhead_s / r.elapsed_s, 1e-9);
 }
 
 TEST(ScheduleSim, OneRequestTwoStagesPaysEveryEdgeEachToken) {
@@ -113,6 +115,56 @@ TEST(ScheduleSim, KvShortageLimitsTheBatchAndPreempts) {
   EXPECT_LT(r.peak_running, 64);
   EXPECT_GT(r.preemptions, 0);
   EXPECT_LE(r.stages[0].weight_bytes + r.stages[0].kv_bytes, c.gpu.memory * w.memory_utilization);
+}
+
+// A CPU host from tests/data/doctor_cpu.json with the given sharing curve.
+ClusterSpec cpu_host(std::vector<double> speed) {
+  const std::string path = testing::temp_dir("schedule_sim_test") + "/cpu.yaml";
+  std::ofstream(path) << "nodes: 1\ngpus_per_node: 4\ngpu: {preset: cpu, doctor_json: " << testing::data_path("doctor_cpu.json")
+                      << "}\n";
+  ClusterSpec c = load_cluster_spec(path);
+  c.gpu.measured.sharing.speed = std::move(speed);
+  return c;
+}
+
+SimWorkload cpu_workload() {
+  SimWorkload w;
+  w.num_prompts = 24, w.input_len = 8, w.output_len = 12, w.max_num_seqs = 8;
+  w.cpu_kv_cache_gib = 0.25;
+  return w;
+}
+
+// Ranks time-slicing one core (speed 1/k with k computing) can do no more than one rank's work at a
+// time: two stages that would overlap take the sum of their work, less only the moments when one rank
+// waits alone on a link. Without sharing the same plans overlap. The KV pool is the CPU backend's.
+TEST(ScheduleSim, RanksSharingOneCoreAddTheirWork) {
+  const ModelSpec s = model("cpu-sim-16l.yaml");
+  const SimWorkload w = cpu_workload();
+  SimLayout pp2;
+  pp2.pipeline = 2;
+  const SimResult free = simulate_layout(s, cpu_host({1, 1, 1, 1}), w, pp2);
+  const SimResult one = simulate_layout(s, cpu_host({1, 1.0 / 2, 1.0 / 3, 1.0 / 4}), w, pp2);
+  ASSERT_TRUE(free.fits && one.fits) << free.why_not << one.why_not;
+  EXPECT_EQ(free.plans, one.plans);
+  double work = 0;
+  for (const SimStage& st : free.stages) work += st.compute_s + st.allreduce_s + st.overhead_s;
+  EXPECT_LT(free.elapsed_s, 0.75 * work);  // the stages overlap
+  EXPECT_GT(one.elapsed_s, 0.98 * work);
+  EXPECT_LT(one.elapsed_s, 1.02 * work);
+  // Each stage's busy wall time stretches while the other computes; its work does not change.
+  for (size_t i = 0; i < 2; ++i) EXPECT_GT(one.stages[i].compute_s, free.stages[i].compute_s);
+  // The CPU backend's pool: cache.cpu_kv_cache_space over the fullest stage's fp32 KV per block.
+  const int64_t layers = std::max(free.stages[0].last_layer, 16 - free.stages[0].last_layer);
+  EXPECT_EQ(free.num_blocks, static_cast<int64_t>(0.25 * (1ull << 30) / (layers * 2.0 * 4 * 64 * 4 * 16)));
+}
+
+// One rank alone never shares; pp 1 on a CPU host is the sum of its steps as on a GPU.
+TEST(ScheduleSim, OneRankRunsAtItsOwnSpeed) {
+  const ModelSpec s = model("cpu-sim-16l.yaml");
+  const SimResult a = simulate_layout(s, cpu_host({1, 0.5}), cpu_workload(), SimLayout{});
+  const SimResult b = simulate_layout(s, cpu_host({}), cpu_workload(), SimLayout{});
+  EXPECT_DOUBLE_EQ(a.elapsed_s, b.elapsed_s);
+  EXPECT_EQ(a.plans, b.plans);
 }
 
 // Issue 18, 4(a): the measured one-H200 runs of benchmarks/results/nvidia-h200, predicted from doctor's

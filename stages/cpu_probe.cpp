@@ -1,0 +1,500 @@
+// CPU device measurements for `conveyor doctor` (see stages/cpu_probe.h). Inputs are random; GEMM weights
+// rotate over a pool four times the L3 of common hosts so every call streams them from memory, as a decode
+// step does (a stage's weights are far larger than the caches). Timings are medians of samples of
+// back-to-back calls on the steady clock after a warm-up call.
+#include "stages/cpu_probe.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <numeric>
+#include <tuple>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/rms_norm.h"
+#include "runtime/core/error.h"
+#include "runtime/dist/mpi_communicator.h"
+#include "runtime/engine/scheduler.h"
+#include "runtime/engine/step_plan.h"
+#include "runtime/sampling/sampler.h"
+#include "stages/cpu_ceilings.h"
+#include "stages/cpu_transport.h"
+#include "stages/device_profile.h"
+
+namespace conveyor {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kPoolFloats = size_t(32) << 20;  // 128 MiB of weights
+constexpr int kSamples = 7;
+constexpr double kSampleSeconds = 2e-3;  // calls per sample: enough for ~2 ms
+constexpr int kSweeps = 3;               // core-sharing sweeps over k
+constexpr auto kSharingWindow = std::chrono::milliseconds(250);
+constexpr int kHops = 30;
+constexpr auto kHopBusy = std::chrono::milliseconds(8);
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// Median seconds of one call of fn(i): three untimed calls (the fastest sizes the samples), then
+// kSamples samples of enough calls for kSampleSeconds each (i counts calls, for rotating buffers).
+template <typename Fn>
+double median_s(Fn&& fn) {
+  int i = 0;
+  double once = 1e30;
+  for (int k = 0; k < 3; ++k) {
+    const auto t = Clock::now();
+    fn(i++);
+    once = std::min(once, std::max(seconds_since(t), 1e-7));
+  }
+  const int calls = std::max(1, static_cast<int>(kSampleSeconds / once));
+  std::vector<double> s;
+  for (int k = 0; k < kSamples; ++k) {
+    const auto t0 = Clock::now();
+    for (int c = 0; c < calls; ++c) fn(i++);
+    s.push_back(seconds_since(t0) / calls);
+  }
+  std::nth_element(s.begin(), s.begin() + kSamples / 2, s.end());
+  return s[kSamples / 2];
+}
+
+// fit_linear_cost, or on a host so loaded that the points do not grow with their bytes, the plain
+// average speed (no fixed part): a measurement is still written, and its points show the noise.
+LinearCost fit_or_average(const std::vector<std::pair<double, double>>& pts) {
+  try {
+    return fit_linear_cost(pts);
+  } catch (const Error&) {
+    double bytes = 0, secs = 0;
+    for (const auto& [b, t] : pts) bytes += b, secs += t;
+    return LinearCost{0, bytes / secs};
+  }
+}
+
+GemmBucket fit_or_average(int m, const std::vector<std::array<double, 3>>& pts) {
+  try {
+    return fit_gemm_cost(m, pts);
+  } catch (const Error&) {
+    double bytes = 0, secs = 0;
+    for (const auto& p : pts) bytes += p[0], secs += p[2];
+    GemmBucket b;
+    b.m = m;
+    b.cost = LinearCost{0, bytes / secs};
+    return b;
+  }
+}
+
+// y[m, n] = x[m, k] w[n, k]^T with w taken in turn from a 128 MiB pool.
+struct GemmBench {
+  std::vector<float> pool = random_floats(kPoolFloats, 17);
+  std::vector<float> x = random_floats(size_t(256) * 4096, 3);
+  std::vector<float> y = std::vector<float>(size_t(256) * 8192);
+  size_t next = 0;  // pool offset of the next call's weights
+  void call(int m, int n, int k) {
+    const size_t w = size_t(n) * k;
+    if (next + w > kPoolFloats) next = 0;
+    matmul_ref(y.data(), x.data(), pool.data() + next, nullptr, m, n, k);
+    next += w;
+  }
+  // Seconds per call of each shape, the shapes called in turn as a layer calls its projections (each
+  // call the next weights of the pool): per shape the mean over at least 5 passes and ~20 ms. The
+  // mean, not the median: the calls a virtual CPU loses to its host or an interrupt cost a run too.
+  std::vector<double> times(int m, const std::vector<std::pair<int, int>>& shapes) {
+    for (const auto& [n, k] : shapes) call(m, n, k);  // untimed pass
+    std::vector<std::vector<double>> t(shapes.size());
+    double total = 0;
+    for (int pass = 0; pass < 5 || total < 20e-3; ++pass) {
+      for (size_t j = 0; j < shapes.size(); ++j) {
+        const auto t0 = Clock::now();
+        call(m, shapes[j].first, shapes[j].second);
+        t[j].push_back(seconds_since(t0));
+        total += t[j].back();
+      }
+    }
+    std::vector<double> mean;
+    for (const auto& v : t) mean.push_back(std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()));
+    return mean;
+  }
+};
+
+// (n, k) of small models' projections per TP rank, 1 to 16 MiB of fp32 weights, k from 256 to 2048.
+const std::vector<std::pair<int, int>>& gemm_shapes() {
+  static const std::vector<std::pair<int, int>> s = {{1024, 512}, {3072, 512}, {512, 1536}, {2048, 1024},
+                                                     {4096, 1024}, {2048, 256}, {512, 2048}};
+  return s;
+}
+
+// The m = 256 bucket (prefill chunks and large decode batches) takes the shapes up to 4 MiB only: its
+// FLOPs dominate the doctor's time. Its rate is also the prefill GEMM speed (the planner's ceiling).
+nlohmann::json gemm_sections(GemmBench& b) {
+  const std::vector<int> ms = {1, 4, 16, 64, 256};
+  auto shapes_at = [](int m) {
+    std::vector<std::pair<int, int>> v;
+    for (const auto& [n, k] : gemm_shapes())
+      if (m < 256 || double(n) * k <= 1.1e6) v.push_back({n, k});
+    return v;
+  };
+  // kSweeps passes over every m, each point's median of them: a slow spell of the host (another
+  // process, another VM's memory traffic) lands in one pass, not in one bucket.
+  std::map<int, std::vector<std::vector<double>>> sweeps;
+  for (int sweep = 0; sweep < kSweeps; ++sweep)
+    for (int m : ms) sweeps[m].push_back(b.times(m, shapes_at(m)));
+  nlohmann::json buckets = nlohmann::json::array();
+  double flops = 0, secs = 0;
+  for (int m : ms) {
+    const auto shapes = shapes_at(m);
+    nlohmann::json points = nlohmann::json::array();
+    std::vector<std::array<double, 3>> fit;
+    for (size_t j = 0; j < shapes.size(); ++j) {
+      const auto [n, k] = shapes[j];
+      std::vector<double> v;
+      for (const auto& sw : sweeps[m]) v.push_back(sw[j]);
+      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+      const double t = v[v.size() / 2], bytes = 4.0 * (double(n) * k + double(m) * k + double(m) * n);
+      points.push_back({{"n", n}, {"k", k}, {"bytes", bytes}, {"time_us", t * 1e6}, {"gbps", bytes / t / 1e9}});
+      fit.push_back({bytes, double(n), t});
+      if (m == 256) flops += 2.0 * m * n * k, secs += t;
+    }
+    const GemmBucket c = fit_or_average(m, fit);
+    buckets.push_back({{"m", m}, {"fixed_us", c.cost.fixed_s * 1e6}, {"bandwidth_gbps", c.cost.bandwidth / 1e9},
+                       {"row_ns", c.row_s * 1e9}, {"points", points}});
+  }
+  return {{"gemm_decode",
+           {{"method", "matmul_ref, fp32, y = x w^T for m in {1, 4, 16, 64, 256} x 7 (n, k) of small models (1-16 MiB "
+                       "of weights, k 256..2048; m = 256 those up to 4 MiB), called in turn as a layer calls them with "
+                       "each call's weights the next of a 128 MiB pool (no cache hits); per shape the mean over "
+                       "passes, then the median of 3 sweeps; per m a least-squares fit (weights 1/t^2) of time = fixed + bytes "
+                       "/ bandwidth + n * row, bytes = weights + x + y (matmul_ref reduces and stores each output "
+                       "feature: a cost per n that bytes alone miss for small k)"},
+            {"buckets", buckets}}},
+          {"gemm_prefill", {{"method", "the m = 256 bucket: its FLOPs / its time"}, {"tflops", flops / secs / 1e12}}}};
+}
+
+// Seconds of paged_attention_ref for `batch` sequences with `history` cached and `fresh` new tokens,
+// 8 query / 4 KV heads of 64 (a small model's), blocks of 16 scattered over the pool.
+double attention_time(int batch, int history, int fresh) {
+  constexpr int kHeads = 8, kKvHeads = 4, kHeadDim = 64, kBlock = 16;
+  const int ctx = history + fresh, per_seq = (ctx + kBlock - 1) / kBlock;
+  const PagedKvShape shape{batch * per_seq, kBlock, kKvHeads, kHeadDim};
+  std::vector<int32_t> ids(static_cast<size_t>(shape.num_blocks)), starts{0}, positions;
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(1));
+  for (int s = 0; s < batch; ++s) {
+    for (int p = history; p < ctx; ++p) positions.push_back(p);
+    starts.push_back(starts.back() + fresh);
+  }
+  const size_t act = size_t(starts.back()) * kHeads * kHeadDim;
+  const std::vector<float> kc = random_floats(shape.layer_elems(), 1), vc = random_floats(shape.layer_elems(), 2);
+  const std::vector<float> q = random_floats(act, 3);
+  std::vector<float> out(act);
+  AttentionBatch b;
+  b.num_seqs = batch;
+  b.query_start = starts.data();
+  b.positions = positions.data();
+  b.block_tables = ids.data();
+  b.max_blocks_per_seq = per_seq;
+  const AttentionParams p{kHeads, 1.f / std::sqrt(float(kHeadDim)), 0};
+  return median_s([&](int) { paged_attention_ref(out.data(), q.data(), kc.data(), vc.data(), b, shape, p); });
+}
+
+nlohmann::json attention_sections() {
+  constexpr double kKvBytesPerPos = 2.0 * 4 * 64 * 4;  // K and V, 4 KV heads of 64, fp32
+  nlohmann::json points = nlohmann::json::array();
+  std::vector<std::pair<double, double>> fit;
+  for (int batch : {1, 16})
+    for (int ctx : {64, 512}) {
+      const double t = attention_time(batch, ctx - 1, 1), bytes = batch * ctx * kKvBytesPerPos;
+      points.push_back({{"batch", batch}, {"context", ctx}, {"bytes", bytes}, {"time_us", t * 1e6}, {"gbps", bytes / t / 1e9}});
+      fit.emplace_back(bytes, t);
+    }
+  const LinearCost c = fit_or_average(fit);
+  nlohmann::json prefill = nlohmann::json::array();
+  double flops = 0, secs = 0;
+  for (const auto& [history, fresh] : std::vector<std::pair<int, int>>{{0, 256}, {384, 128}}) {
+    const double t = attention_time(1, history, fresh);
+    double pairs = 0;
+    for (int i = 0; i < fresh; ++i) pairs += history + i + 1;
+    const double f = 4.0 * pairs * 8 * 64;
+    prefill.push_back({{"history", history}, {"new", fresh}, {"time_us", t * 1e6}, {"tflops", f / t / 1e12}});
+    flops += f, secs += t;
+  }
+  return {{"attention_decode",
+           {{"method", "paged_attention_ref, fp32, 8 query / 4 KV heads of 64, block 16 scattered, one new token per "
+                       "sequence, batch {1, 16} x context {64, 512}; median of 7 samples; fit (weights 1/t^2) of "
+                       "time = fixed + KV bytes / bandwidth"},
+            {"fixed_us", c.fixed_s * 1e6}, {"bandwidth_gbps", c.bandwidth / 1e9}, {"points", points}}},
+          {"attention_prefill",
+           {{"method", "paged_attention_ref, one sequence: 256 new tokens, and 128 after 384 cached; causal FLOPs "
+                       "4 * heads * head_dim per (query, visible key); tflops = all FLOPs / all time"},
+            {"tflops", flops / secs / 1e12}, {"points", prefill}}}};
+}
+
+// The greedy sampler (runtime/sampling) on one row of random logits: time = fixed + logit bytes / bandwidth.
+nlohmann::json sampling_section() {
+  Sampler sampler({2});
+  SamplingParams params;
+  params.temperature = 0;
+  const std::vector<int32_t> none;
+  nlohmann::json points = nlohmann::json::array();
+  std::vector<std::pair<double, double>> fit;
+  for (int vocab : {8192, 65536}) {
+    const std::vector<float> logits = random_floats(static_cast<size_t>(vocab), 9);
+    const double t = median_s([&](int) { sampler.sample(logits.data(), vocab, SequenceView{none, none, 1}, params); });
+    points.push_back({{"vocab", vocab}, {"time_us", t * 1e6}});
+    fit.emplace_back(4.0 * vocab, t);
+  }
+  const LinearCost c = fit_or_average(fit);
+  return {{"method", "Sampler::sample, greedy, one row of random fp32 logits, vocab {8192, 65536}; fit of time = "
+                     "fixed + logit bytes / bandwidth"},
+          {"fixed_us", c.fixed_s * 1e6}, {"bandwidth_gbps", c.bandwidth / 1e9}, {"points", points}};
+}
+
+// rms_norm_ref over rows x 1536 into a new output each call, as the CPU ops allocate theirs (zeroed):
+// the small ops' fixed cost and the bandwidth they reach on a step's activations.
+nlohmann::json small_ops_section() {
+  constexpr int kCols = 1536;
+  const std::vector<float> x = random_floats(size_t(256) * kCols, 4), w = random_floats(kCols, 5);
+  std::vector<std::pair<double, double>> fit;
+  for (int rows : {8, 256}) {
+    const double t = median_s([&](int) {
+      std::vector<float> out(static_cast<size_t>(rows) * kCols);
+      rms_norm_ref(out.data(), x.data(), w.data(), rows, kCols, 1e-5f);
+    });
+    fit.emplace_back(4.0 * (2.0 * rows * kCols + kCols), t);
+  }
+  const LinearCost c = fit_or_average(fit);
+  return {{"method", "rms_norm_ref over {8, 256} x 1536 fp32 into a new zeroed output per call (read x and w, write "
+                     "out); fit of time = fixed + bytes / bandwidth"},
+          {"fixed_us", c.fixed_s * 1e6}, {"bandwidth_gbps", c.bandwidth / 1e9}};
+}
+
+// The leader's host work per decode plan of 16 sequences: schedule(), encoding the plan and a stage's
+// decoding of it, on_step_done(). Every stage also builds the step's batch and checks its ops, which
+// the kernels' timings include.
+nlohmann::json step_overhead_section() {
+  constexpr int kSeqs = 16, kPrompt = 64, kMaxLen = 8192, kBlock = 16;
+  SchedulerConfig sc;
+  sc.max_num_seqs = kSeqs;
+  Scheduler sched(sc, kSeqs * kMaxLen / kBlock, kBlock);
+  for (int i = 0; i < kSeqs; ++i) sched.add(i, std::vector<int32_t>(kPrompt, 1), kMaxLen);
+  const StepPlan prefill = sched.schedule();
+  sched.on_step_done(prefill, std::vector<int32_t>(prefill.num_logits(), 1));
+  const double t = median_s([&](int) {
+    const StepPlan plan = sched.schedule();
+    const StepPlan copy = StepPlan::decode(plan.encode());
+    sched.on_step_done(plan, std::vector<int32_t>(copy.num_logits(), 1));
+  });
+  return {{"method", "the leader's scheduler: schedule(), the plan's encode and decode, on_step_done() for 16 "
+                     "sequences decoding; median of 7 samples"},
+          {"us", t * 1e6}};
+}
+
+// Waits at a barrier of `comm` without spinning a core (MPI's blocking calls busy-poll).
+void polite_barrier(MPI_Comm comm) {
+  MPI_Request r;
+  CONVEYOR_MPI_CHECK(MPI_Ibarrier(comm, &r));
+  int done = 0;
+  auto pause = std::chrono::microseconds(2);  // as wait_politely waits: its wake-ups cost the others too
+  for (;;) {
+    CONVEYOR_MPI_CHECK(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(100));
+  }
+}
+
+// One pipeline hop as a stage lives it: rank 0 of the node posts a micro-batch's three messages (header,
+// plan words, 4 KiB of hidden states: a decode step's, in eager-sized pieces) and goes on computing for
+// kHopBusy, its sends completing without it; rank 1, waiting as a stage waits (wait_politely), takes
+// them. Seconds from the send to rank 1 holding the hidden states, mean of kHops. With `cores_taken` ranks 2, 3, ...
+// compute meanwhile so that, with the sender, the node's CPUs are all taken when rank 1 wakes.
+double hop_time(MpiCommunicator& comm, GemmBench& gemm, bool cores_taken) {
+  const int rank = comm.rank();
+  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  const bool others_busy = cores_taken && rank >= 2 && rank <= cpus;
+  std::vector<int64_t> header(2), words(64, 7);
+  std::vector<float> hidden(1024, 1.f);
+  auto compute = [&](Clock::time_point until) {
+    for (int i = 0; Clock::now() < until; ++i)
+      matmul_ref(gemm.y.data(), gemm.x.data(), gemm.pool.data() + size_t(i % 64) * 1024 * 512, nullptr, 4, 1024, 512);
+  };
+  std::vector<double> t;
+  for (int h = 0; h < kHops; ++h) {
+    polite_barrier(comm.comm());
+    const auto t0 = Clock::now();
+    if (rank == 0) {
+      header = {std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count(), 64};
+      std::vector<std::unique_ptr<CommRequest>> sent;
+      sent.push_back(comm.isend(header.data(), 2, DType::kI64, 1, nullptr));
+      sent.push_back(comm.isend(words.data(), words.size(), DType::kI64, 1, nullptr));
+      sent.push_back(comm.isend(hidden.data(), hidden.size(), DType::kF32, 1, nullptr));
+      compute(t0 + kHopBusy);
+      for (auto& r : sent) r->wait();
+    } else if (rank == 1) {
+      wait_politely(*comm.irecv(header.data(), 2, DType::kI64, 0, nullptr));
+      comm.recv(words.data(), words.size(), DType::kI64, 0, nullptr);
+      comm.recv(hidden.data(), hidden.size(), DType::kF32, 0, nullptr);
+      const auto sent_at = Clock::time_point(std::chrono::nanoseconds(header[0]));
+      t.push_back(std::chrono::duration<double>(Clock::now() - sent_at).count());
+    } else if (others_busy) {
+      compute(t0 + kHopBusy);
+    }
+  }
+  // The mean: a hop's cost to a pipeline is its average, long waits for a CPU included.
+  double mean = rank == 1 ? std::accumulate(t.begin(), t.end(), 0.0) / kHops : 0.0;
+  CONVEYOR_MPI_CHECK(MPI_Bcast(&mean, 1, MPI_DOUBLE, 1, comm.comm()));
+  return mean;
+}
+
+}  // namespace
+
+nlohmann::json measure_cpu_device() {
+  const CpuCeilings peaks = measure_cpu_ceilings();
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  nlohmann::json j = {{"name", "CPU"}, {"backend", "cpu"}, {"dtype", "fp32"}, {"padded_rows", false},
+                      {"bandwidth_gbps", peaks.bandwidth / 1e9}, {"memory_gib", memory / (1ull << 30)}};
+  GemmBench gemm;
+  j.update(gemm_sections(gemm));
+  j["tflops"] = j["gemm_prefill"]["tflops"];
+  j.update(attention_sections());
+  j["sampling"] = sampling_section();
+  j["small_ops"] = small_ops_section();
+  j["step_overhead"] = step_overhead_section();
+  return j;
+}
+
+// Calls of fn(i) per second on this rank between two steady-clock instants that every rank of the node
+// shares, so that exactly the k ranks measuring run for the whole window.
+template <typename Fn>
+double rate_in_window(Fn&& fn, Clock::time_point start, Clock::time_point end) {
+  std::this_thread::sleep_until(start);
+  int calls = 0;
+  Clock::time_point last = start;
+  while ((last = Clock::now()) < end) fn(calls++);
+  return calls / std::chrono::duration<double>(last - start).count();
+}
+
+nlohmann::json measure_core_sharing(MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  CONVEYOR_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int rank = 0, size = 1;
+  MPI_Comm_rank(node, &rank);
+  MPI_Comm_size(node, &size);
+  GemmBench gemm;
+  auto call = [&](int) { gemm.call(16, 1024, 1024); };
+  // Per k, the best of kSweeps windows (another process's burst on the host slows one window, not all).
+  std::vector<double> best(static_cast<size_t>(size), 0.0);
+  for (int sweep = 0; sweep < kSweeps; ++sweep) {
+    for (int ranks = 1; ranks <= size; ++ranks) {
+      polite_barrier(node);
+      // The node's ranks share one steady clock: rank 0's start, a little ahead, is everyone's.
+      int64_t start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             (Clock::now() + std::chrono::milliseconds(20)).time_since_epoch()).count();
+      CONVEYOR_MPI_CHECK(MPI_Bcast(&start_ns, 1, MPI_INT64_T, 0, node));
+      const Clock::time_point start{std::chrono::nanoseconds(start_ns)};
+      double rate = rank < ranks ? rate_in_window(call, start, start + kSharingWindow) : 0.0;
+      std::vector<double> all(static_cast<size_t>(size));
+      polite_barrier(node);
+      CONVEYOR_MPI_CHECK(MPI_Allgather(&rate, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, node));
+      const double mean = std::accumulate(all.begin(), all.begin() + ranks, 0.0) / ranks;
+      best[static_cast<size_t>(ranks - 1)] = std::max(best[static_cast<size_t>(ranks - 1)], mean);
+    }
+  }
+  double hop = 0, busy_hop = 0;
+  if (size >= 2) {
+    MpiCommunicator hops(node, "doctor hop probe");  // takes node
+    hops.set_message_limit(kCpuMessageBytes);        // as the pipeline sends
+    hop = hop_time(hops, gemm, false);
+    busy_hop = hop_time(hops, gemm, true);
+  } else {
+    MPI_Comm_free(&node);
+  }
+  std::vector<double> speed;
+  nlohmann::json points = nlohmann::json::array();
+  for (int r = 1; r <= size; ++r) {
+    speed.push_back(best[static_cast<size_t>(r - 1)] / best.front());
+    points.push_back({{"ranks", r}, {"calls_per_s", best[static_cast<size_t>(r - 1)]}});
+  }
+  return {{"method", "k = 1 .. the node's ranks call matmul_ref m = 16, n = k = 1024 (fp32, weights rotating over 128 "
+                     "MiB each) with their threads during one shared 0.25 s window, the others waiting without "
+                     "spinning; per k the best of 3 windows of the mean rate; speed = rate / rate alone"},
+          {"cpus", static_cast<int>(std::thread::hardware_concurrency())}, {"ranks", size}, {"speed", speed},
+          {"points", points}, {"hop_us", hop * 1e6}, {"busy_hop_us", busy_hop * 1e6},
+          {"hop_method", "a pipeline hop: rank 0 posts header, 64 plan words and 4 KiB of hidden states and computes "
+                         "on (eager-sized pieces, as the pipeline sends), rank 1 waits politely and receives them; mean "
+                         "of 30 send-to-received times with the node's other ranks idle (hop_us) and with ranks 2, 3, "
+                         "... computing so that the node's CPUs are all taken (busy_hop_us)"}};
+}
+
+nlohmann::json measure_cpu_host(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  polite_barrier(comm);
+  nlohmann::json device;
+  if (rank == 0) device = measure_cpu_device();
+  polite_barrier(comm);
+  nlohmann::json sharing = measure_core_sharing(comm);
+  if (rank == 0) device["sharing"] = std::move(sharing);
+  return device;
+}
+
+std::string format_cpu_device(const nlohmann::json& d) {
+  if (d.is_null()) return "";
+  std::ostringstream os;
+  char line[256];
+  os << "device ceilings (CPU, fp32, " << d.value("threads", 0) << " thread(s) per rank; for conveyor plan --doctor-json):\n";
+  for (const auto& b : d.at("gemm_decode").at("buckets")) {
+    std::snprintf(line, sizeof(line), "  matmul m=%-3lld %7.1f us + bytes / %6.1f GB/s + %5.0f ns per output\n",
+                  b.at("m").get<long long>(), b.at("fixed_us").get<double>(), b.at("bandwidth_gbps").get<double>(),
+                  b.value("row_ns", 0.0));
+    os << line;
+  }
+  std::snprintf(line, sizeof(line), "  matmul prefill   %6.1f GFLOP/s; triad %.1f GB/s\n",
+                1e3 * d.at("gemm_prefill").at("tflops").get<double>(), d.at("bandwidth_gbps").get<double>());
+  os << line;
+  const auto& a = d.at("attention_decode");
+  std::snprintf(line, sizeof(line), "  decode attention %7.1f us + KV bytes / %6.1f GB/s; prefill attention %.1f GFLOP/s\n",
+                a.at("fixed_us").get<double>(), a.at("bandwidth_gbps").get<double>(),
+                1e3 * d.at("attention_prefill").at("tflops").get<double>());
+  os << line;
+  const auto& s = d.at("sampling");
+  std::snprintf(line, sizeof(line), "  greedy sampling  %7.1f us + logit bytes / %6.1f GB/s per row\n",
+                s.at("fixed_us").get<double>(), s.at("bandwidth_gbps").get<double>());
+  os << line;
+  const auto& o = d.at("small_ops");
+  std::snprintf(line, sizeof(line), "  small ops        %7.2f us + bytes / %6.1f GB/s\n", o.at("fixed_us").get<double>(),
+                o.at("bandwidth_gbps").get<double>());
+  os << line;
+  std::snprintf(line, sizeof(line), "  host work per step %6.1f us\n", d.at("step_overhead").at("us").get<double>());
+  os << line;
+  if (d.contains("sharing")) {
+    os << "  a rank's speed while k ranks of this node compute:";
+    int k = 1;
+    for (const auto& v : d.at("sharing").at("speed")) {
+      std::snprintf(line, sizeof(line), " k=%d %.2f", k++, v.get<double>());
+      os << line;
+    }
+    os << " (" << d.at("sharing").at("cpus").get<int>() << " CPUs)\n";
+  }
+  return os.str();
+}
+
+}  // namespace conveyor
