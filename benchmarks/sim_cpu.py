@@ -132,10 +132,11 @@ def main():
     ap.add_argument("--check", action="store_true", help="exit 1 when a row is outside the bounds")
     ap.add_argument("--retries", type=int, default=1, help="reruns (fresh doctor + run) of a row outside the bounds")
     ap.add_argument("--bounded", default="",
-                    help="PPxTP,... : the layouts whose timing bounds --check enforces (default: all); the split "
-                         "and the scheduler plans are checked for every layout")
+                    help="PPxTP,... or none: the layouts whose timing bounds --check enforces (default: all); the "
+                         "split and the scheduler plans are checked for every layout")
     args = ap.parse_args()
-    bounded = set(LAYOUTS) if not args.bounded else {tuple(int(x) for x in l.split("x")) for l in args.bounded.split(",")}
+    bounded = (set(LAYOUTS) if not args.bounded else set() if args.bounded == "none"
+               else {tuple(int(x) for x in l.split("x")) for l in args.bounded.split(",")})
     os.makedirs(args.out, exist_ok=True)
     size = SIZES[args.size]
     t0 = time.time()

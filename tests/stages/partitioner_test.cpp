@@ -346,7 +346,7 @@ TEST(LayoutPrediction, CpuDecodeRunsItsRowsInFp32) {
   dev.measured = device_profile_from_json(nlohmann::json::parse(in), "doctor_cpu.json");
   dev.flops = 0.02e12, dev.bandwidth = 12e9;
   Workload w;
-  w.dtype_bytes = w.kv_dtype_bytes = 4;
+  w.dtype_bytes = w.kv_dtype_bytes = w.weight_dtype_bytes = 4;
   w.context = 100;
   // Five rows: 1/12 of the way from the m=4 curve to the m=16 one, each at its fp32 bytes.
   auto gemm = [](double n, double k) {
