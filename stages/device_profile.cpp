@@ -274,8 +274,9 @@ std::vector<std::string> describe_device_model(const DeviceProfile& p, double pe
     }
     out.push_back(g);
     auto flops = [&](const char* what, double v) {
-      std::snprintf(line, sizeof(line), "  %s: %s %.1f TFLOP/s", what, v > 0 ? "measured" : "ideal (not measured)",
-                    (v > 0 ? v : peak_flops) / 1e12);
+      const double f = v > 0 ? v : peak_flops;  // a CPU host's speeds are GFLOP/s
+      std::snprintf(line, sizeof(line), "  %s: %s %.1f %s", what, v > 0 ? "measured" : "ideal (not measured)",
+                    f >= 1e12 ? f / 1e12 : f / 1e9, f >= 1e12 ? "TFLOP/s" : "GFLOP/s");
       out.push_back(line);
     };
     flops("prefill GEMMs", p.gemm_prefill_flops);

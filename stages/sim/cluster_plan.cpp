@@ -161,7 +161,8 @@ std::string format_cluster_plan(const ModelSpec& spec, const ClusterSpec& c, con
                                 const ClusterPlan& plan, size_t top, const std::string& model_arg) {
   std::ostringstream os;
   os << "cluster: " << c.name << " (" << c.nodes << " nodes x " << c.gpus_per_node << " " << c.gpu_name << ", "
-     << c.intra_node.name << ", " << c.network.name << ", " << precision_name(c.precision) << ")\n"
+     << c.intra_node.name << ", " << (c.nodes > 1 ? c.network.name : "one node: no network") << ", "
+     << precision_name(c.precision) << ")\n"
      << "model: " << spec.source << ", " << spec.layers << " layers, hidden " << spec.hidden << "\nworkload: "
      << w.num_prompts << " prompts, " << w.input_len << " in / " << w.output_len << " out, max_num_seqs "
      << w.max_num_seqs << ", max_num_batched_tokens " << w.max_num_batched_tokens << "\n\n"

@@ -124,6 +124,10 @@ TEST(DeviceProfile, ReadsTheCpuParts) {
   const DeviceProfile p = device_profile_from_json(good, "cpu.json");
   EXPECT_EQ(p.dtype_bytes, 4);
   EXPECT_FALSE(p.padded_rows);
+  std::string lines;  // a CPU's speeds read in GFLOP/s, not as "0.0 TFLOP/s"
+  for (const auto& l : describe_device_model(p, p.ceiling_flops, p.ceiling_bandwidth)) lines += l + "\n";
+  EXPECT_EQ(lines.find("0.0 TFLOP/s"), std::string::npos) << lines;
+  EXPECT_NE(lines.find(" GFLOP/s"), std::string::npos) << lines;
   EXPECT_DOUBLE_EQ(p.ceiling_flops, 0.02e12);
   EXPECT_DOUBLE_EQ(p.ceiling_bandwidth, 12e9);
   EXPECT_DOUBLE_EQ(p.small_ops.fixed_s, 0.5e-6);

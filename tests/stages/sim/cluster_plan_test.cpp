@@ -76,6 +76,12 @@ TEST(ClusterSpec, CpuHostFromItsDoctorJson) {
   const LinkCosts tp = c.tensor_links();
   EXPECT_DOUBLE_EQ(tp.allreduce_busbw, 1.2e9);
   EXPECT_DOUBLE_EQ(tp.allreduce_latency, 8e-6);
+  // One host: no network between nodes to name.
+  SimWorkload w;
+  w.num_prompts = 4, w.input_len = 8, w.output_len = 4, w.max_num_seqs = 4;
+  const ModelSpec spec = load_model_spec(configs("models/cpu-sim-16l.yaml"));
+  const std::string printed = format_cluster_plan(spec, c, w, plan_cluster(spec, c, w), 1, "m");
+  EXPECT_NE(printed.find("one node: no network"), std::string::npos) << printed;
   auto message = [&](const std::string& text) {
     try {
       load_cluster_spec(write_yaml("bad_cpu.yaml", text));
