@@ -29,11 +29,11 @@
 #include "runtime/dist/device.h"
 #include "runtime/engine/engine.h"
 #include "runtime/engine/request.h"
-#include "runtime/model/quantization.h"
 #include "runtime/model/spec.h"
 #include "stages/cpu_ceilings.h"
 #include "stages/partitioner.h"
 #include "stages/pipeline_stage.h"
+#include "stages/stage_options.h"
 
 namespace po = boost::program_options;
 using nlohmann::json;
@@ -367,11 +367,9 @@ void add_details(json& out, const Details& d) {
   out["peak_memory"] = {{"host_max_rss_bytes", d.rss}};
   out["output_tokens_per_second_per_gpu"] = out["output_tokens_per_second"].get<double>() / gpus;
   const Backend backend = resolve_backend(cfg.get_string("runtime.backend"));
-  const std::string kv_dtype = cfg.get_string("cache.kv_cache_dtype");
-  ModelSpec run_spec = d.spec;  // as the stages run it: --quantization fp8 applied
-  apply_quantization_flag(run_spec.quant, cfg.get_string("model.quantization"));
-  out["roofline"] = roofline(run_spec, d.runs.back(), elapsed, gpus, cfg.get_int("scheduler.max_num_seqs"),
-                             roofline_device(backend), kv_dtype == "fp8" || kv_dtype == "fp8_e4m3");
+  const StageOptions opt = StageOptions::from_config(cfg);  // the model as the stages run it
+  out["roofline"] = roofline(opt.quantized(d.spec), d.runs.back(), elapsed, gpus, opt.max_num_seqs,
+                             roofline_device(backend), opt.kv_fp8());
   out["backend"] = backend_name(backend);
   out["model"] = {{"shape", d.spec.source}, {"load_format", cfg.get_string("model.load_format")},
                   {"dtype", cfg.get_string("model.dtype")}};
