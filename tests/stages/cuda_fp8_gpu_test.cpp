@@ -1,8 +1,11 @@
 // FP8 linears through the CUDA backend: the tiny FP8 checkpoints of scripts/make_fp8_checkpoints.py
 // (compressed-tensors per-channel/dynamic and per-tensor/static, and the fp32 twin under
 // `--quantization fp8`) generate the CPU backend's ids (the e4m3 twin in fp32) under the tie rule of
-// gpu_tie_rule.h, in f16 and bf16; so do they with an FP8 KV cache (--kv-cache-dtype fp8). FP8 activation codes computed from 16-bit activations may flip at a
-// rounding boundary where the fp32 twin's do not, so the wider (bf16) tie fraction applies to both.
+// gpu_tie_rule.h, in f16 and bf16; so do they with an FP8 KV cache (--kv-cache-dtype fp8). FP8 codes
+// (activations, K/V) computed from 16-bit values may flip at a rounding boundary where the fp32 twin's
+// do not, so the wider (bf16) tie fraction applies to both, and a difference past it is still a tie
+// when the CPU twin at the GPU's storage precision makes the GPU's choice (tie_ensemble.h; the H200
+// showed one such step with an FP8 KV cache at scale 1.0, tie_ensemble_test.cpp).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -16,6 +19,7 @@
 #include "stages/cuda/cuda_ops.h"
 #include "tests/stages/gpu_tie_rule.h"
 #include "tests/stages/model_driver.h"
+#include "tests/stages/tie_ensemble.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
@@ -41,11 +45,13 @@ void check_layout(const std::string& layout, bool quantize_at_load, DType dt, bo
   }
   const std::vector<testing::GreedyRun> want = testing::greedy_alone(cpu, ps, 24);
   const std::vector<testing::GreedyRun> got = testing::greedy_alone(gpu, ps, 24);
+  const testing::TieEnsemble ensemble(spec, dir, kv_fp8, dt);
   size_t matched = 0, total = 0;
   for (size_t p = 0; p < ps.size(); ++p) {
+    const std::string what = layout + " " + dtype_name(dt) + " prompt " + std::to_string(p);
     const testing::TieCheck c = testing::check_with_ties(
-        layout + " " + dtype_name(dt) + " prompt " + std::to_string(p), got[p].tokens, want[p].tokens,
-        [&](size_t i) { return want[p].logits[i]; }, testing::kTieFractionBf16);
+        what, got[p].tokens, want[p].tokens, [&](size_t i) { return want[p].logits[i]; }, testing::kTieFractionBf16,
+        [&](size_t i) { return ensemble.accepts(what, ps[p], want[p].tokens, i, got[p].tokens[i], want[p].logits[i]); });
     EXPECT_EQ(c.error, "");
     matched += c.matched;
     total += want[p].tokens.size();
@@ -69,7 +75,7 @@ TEST(CudaFp8, QuantizationAtLoadFollowsTheCpuTwin) {
 // --kv-cache-dtype fp8: the fused rope + KV write stores e4m3 codes, decode and prefill attention read them;
 // with the checkpoint's k_scale/v_scale (ct_kv), with scales 1.0 (ct_channel), and under 16-bit weights
 // (twin_fp32), against the CPU twin with the same FP8 cache. K codes of a 16-bit rotation may sit one
-// step off the fp32 twin's, which the bf16 tie fraction covers.
+// step off the fp32 twin's: the bf16 tie fraction covers most, the twin ensemble the rest.
 TEST(CudaFp8, Fp8KvCacheFollowsTheCpuTwin) {
   for (DType dt : {DType::kF16, DType::kBF16}) {
     check_layout("ct_kv", false, dt, true);
