@@ -34,6 +34,7 @@
 #include "stages/partitioner.h"
 #include "stages/pipeline_stage.h"
 #include "stages/stage_options.h"
+#include "stages/step_anatomy.h"
 
 namespace po = boost::program_options;
 using nlohmann::json;
@@ -51,7 +52,9 @@ po::options_description make_options() {
       "batch-size", po::value<int64_t>()->default_value(8), "latency: requests per timed batch")(
       "num-iters-warmup", po::value<int64_t>()->default_value(10), "latency: untimed batches first")(
       "num-iters", po::value<int64_t>()->default_value(30), "latency: timed batches")(
-      "output-json", po::value<std::string>(), "write the results here (rank 0)");
+      "output-json", po::value<std::string>(), "write the results here (rank 0)")(
+      "step-timeline", po::value<std::string>(),
+      "write every step's host and device phases here (rank 0, JSON) and print where a decode step's time goes");
   add_config_options(&desc);
   return desc;
 }
@@ -334,6 +337,24 @@ void print_result(const json& out, const std::optional<PipelineUsage>& usage) {
   std::fflush(stdout);
 }
 
+// --step-timeline: every stamp to `path`, the anatomy of a decode step printed; returns the anatomy.
+json write_step_timeline(const StepStamps& stamps, const std::string& path) {
+  const json anatomy = step_anatomy(stamps);
+  json spans = json::array();
+  for (const StepStamp& s : stamps.stamps())
+    spans.push_back({{"step", s.step}, {"phase", s.phase}, {"side", s.device ? "device" : "host"},
+                     {"begin_s", s.begin_s}, {"end_s", s.end_s}});
+  json shapes = json::array();
+  for (const auto& [step, shape] : stamps.shapes())
+    shapes.push_back({{"step", step}, {"seqs", shape.seqs}, {"tokens", shape.tokens}, {"decode", shape.decode}});
+  std::ofstream f(path);
+  CONVEYOR_CHECK(f.good(), "cannot write --step-timeline ", path);
+  f << json{{"anatomy", anatomy}, {"steps", shapes}, {"spans", spans}}.dump(1) << "\n";
+  CONVEYOR_CHECK(f.good(), "writing --step-timeline ", path, " failed");
+  std::cout << format_step_anatomy(anatomy) << std::flush;
+  return anatomy;
+}
+
 // What a bench run adds to vLLM's fields (rank 0).
 struct Details {
   const Config& cfg;
@@ -422,6 +443,8 @@ int run_bench_command(const Args& args, int* argc, char*** argv) {
   }
   // Prompts are ids, so no tokenizer: nothing is detokenized during the timed run.
   Engine engine(session.make_runner(), nullptr, EngineOptions::from_config(cfg));
+  const std::string step_timeline = vm.count("step-timeline") ? vm["step-timeline"].as<std::string>() : "";
+  if (!step_timeline.empty()) engine.set_step_stamps(session.enable_step_stamps());
   std::mt19937_64 rng(static_cast<uint64_t>(cfg.get_int("runtime.seed")));
   std::vector<TimedRun> runs;
   json out = mode == "throughput" ? run_throughput(engine, b, rng, &runs) : run_latency(engine, b, rng, &runs);
@@ -432,6 +455,7 @@ int run_bench_command(const Args& args, int* argc, char*** argv) {
 
   add_details(out, Details{cfg, spec, session, engine, b, usage, rss, runs, args});
   print_result(out, usage);
+  if (!step_timeline.empty()) out["step_timeline"] = write_step_timeline(*session.step_stamps(), step_timeline);
   if (vm.count("output-json")) {
     const std::string path = vm["output-json"].as<std::string>();
     std::ofstream f(path);

@@ -122,6 +122,12 @@ std::unique_ptr<ModelRunner> PipelineSession::make_runner() {
   return std::make_unique<PipelineRunner>(*parts_.stage, parts_.micro_batches);
 }
 
+StepStamps* PipelineSession::enable_step_stamps() {
+  CONVEYOR_CHECK(is_leader(), "internal: only the leader stamps steps");
+  parts_.stage->enable_step_stamps();
+  return parts_.stage->step_stamps();
+}
+
 void PipelineSession::serve() { parts_.stage->serve(); }
 
 std::optional<PipelineUsage> PipelineSession::finish(const std::string& trace_path) {

@@ -53,6 +53,11 @@ class PipelineSession {
   const std::vector<WeightFileInfo>& weight_files() const { return weight_files_; }
   // Leader: the Engine's runner (it refers to this session, which must outlive it).
   std::unique_ptr<ModelRunner> make_runner();
+  // Leader: the stage stamps its steps from now on (PipelineStage::enable_step_stamps); the engine
+  // stamps its own with the returned recorder (Engine::set_step_stamps), which the session owns.
+  StepStamps* enable_step_stamps();
+  // Leader, after the run: every stamp, device spans read.
+  StepStamps* step_stamps() { return parts_.stage->step_stamps(); }
   // Other ranks: run plans until shutdown.
   void serve();
   // Collective, after the leader's engine has shut down: rank 0 gets the usage (and writes the

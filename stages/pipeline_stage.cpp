@@ -74,16 +74,31 @@ PipelineStage::~PipelineStage() = default;
 void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words, const Tensor& input) {
   const bool samples = is_last() && tp_rank_ == 0;
   last_step_ = plan.step;
-  if (samples) sampler_->apply(plan);
+  if (samples) {
+    const StepStamps::Span span(stamps_.get(), plan.step, "apply");
+    sampler_->apply(plan);
+  }
   const bool profiled = plan.step == profile_step_;
   if (profiled) ops_->set_profiling(true);
   const double t0 = timeline_.now();
   Tensor logits;
   const int64_t m0 = ops_->mark(ops_->stream());
-  Tensor hidden = model_->run(plan, input, is_last() ? &logits : nullptr);
-  add_device_span(plan.step, Phase::kGpuCompute, m0, ops_->mark(ops_->stream()), static_cast<int64_t>(plan.num_tokens()));
+  Tensor hidden;
+  {
+    const StepStamps::Span span(stamps_.get(), plan.step, "forward");
+    hidden = model_->run(plan, input, is_last() ? &logits : nullptr);
+  }
+  const int64_t m1 = ops_->mark(ops_->stream());
+  add_device_span(plan.step, Phase::kGpuCompute, m0, m1, static_cast<int64_t>(plan.num_tokens()));
   StepResult result;
-  if (samples) result = sample_and_score(plan, logits);
+  if (samples) {
+    const StepStamps::Span span(stamps_.get(), plan.step, "sample");
+    result = sample_and_score(plan, logits);
+  }
+  if (stamps_) {
+    device_stamps_.push_back(DeviceStamp{plan.step, "gpu forward", m0, m1});
+    if (samples) device_stamps_.push_back(DeviceStamp{plan.step, "gpu sample", m1, ops_->mark(ops_->stream())});
+  }
   if (profiled) ops_->set_profiling(false);
   timeline_.add(plan.step, Phase::kCompute, t0, timeline_.now(), static_cast<int64_t>(plan.num_tokens()));
   if (!is_last()) {
@@ -96,7 +111,28 @@ void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words,
 void PipelineStage::start_clock() {
   timeline_.restart();
   device_spans_.clear();
+  if (stamps_) stamps_->restart(timeline_.origin());
+  device_stamps_.clear();
   ops_->restart_marks();
+}
+
+void PipelineStage::enable_step_stamps() {
+  if (!stamps_) {
+    stamps_ = std::make_unique<StepStamps>();
+    stamps_->restart(timeline_.origin());
+  }
+  model_->set_step_stamps(stamps_.get());
+}
+
+StepStamps* PipelineStage::step_stamps() {
+  if (!stamps_) return nullptr;
+  for (const DeviceStamp& d : device_stamps_) {
+    if (d.begin < 0 || d.end < 0) continue;  // the host has no device clock
+    const double b = ops_->mark_seconds(d.begin), e = ops_->mark_seconds(d.end);
+    if (b >= 0 && e >= b) stamps_->add(d.step, d.phase, b, e, /*device=*/true);
+  }
+  device_stamps_.clear();
+  return stamps_.get();
 }
 
 const StageTimeline& PipelineStage::timeline() {

@@ -68,6 +68,11 @@ class PipelineStage {
   void set_watchdog(Watchdog* watchdog) { watchdog_ = watchdog; }
   // Call on every rank right after a barrier: the spans' common origin.
   void start_clock();
+  // `conveyor bench --step-timeline`: from now on each run() stamps its phases (apply, forward and the
+  // model's metadata, sample) and their device spans ("gpu forward", "gpu sample") on the trace clock.
+  void enable_step_stamps();
+  // The stamps so far, device spans read (waiting for the device); null unless enabled.
+  StepStamps* step_stamps();
 
   // Non-leader ranks: run plans until the shutdown plan arrives.
   void serve();
@@ -121,6 +126,14 @@ class PipelineStage {
   Watchdog* watchdog_ = nullptr;
   StageTimeline timeline_;
   std::vector<DeviceSpan> device_spans_;
+  // Step stamps (enable_step_stamps): the host spans go straight in, device spans as marks until read.
+  struct DeviceStamp {
+    int64_t step;
+    const char* phase;
+    int64_t begin, end;
+  };
+  std::unique_ptr<StepStamps> stamps_;
+  std::vector<DeviceStamp> device_stamps_;
 };
 
 // The leader's view of its replica's pipeline, for the Engine: up to micro_batches plans in flight.

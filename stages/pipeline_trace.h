@@ -38,6 +38,7 @@ class StageTimeline {
     spans_.push_back(Span{step, phase, begin_s, end_s, tokens});
   }
   const std::vector<Span>& spans() const { return spans_; }
+  std::chrono::steady_clock::time_point origin() const { return origin_; }
   // Restarts the clock (call right after a barrier) and forgets the spans.
   void restart() {
     origin_ = std::chrono::steady_clock::now();

@@ -89,6 +89,8 @@ KvLayerView StageModel::kv_view(int layer) const {
 }
 
 Tensor StageModel::run(const StepPlan& plan, const Tensor& input, Tensor* logits) {
+  step_ = plan.step;
+  run_begin_s_ = stamps_ ? stamps_->now() : 0;
   BatchInfo b = make_batch_info(plan, cache_.shape().block_size, is_first());
   const bool tp_capturable = tp_ == nullptr || tp_->capturable();
   if (graphs_on_ && tp_capturable && ops_.supports_graphs() && DecodeGraphs::is_pure_decode(plan) &&
@@ -97,6 +99,7 @@ Tensor StageModel::run(const StepPlan& plan, const Tensor& input, Tensor* logits
     if (bucket > 0) return run_decode_graph(b, bucket, input, logits);
   }
   ops_.set_batch(b);
+  stamp_metadata();
   return forward_layers(input, logits);
 }
 
@@ -137,6 +140,7 @@ Tensor StageModel::run_decode_graph(const BatchInfo& b, int bucket, const Tensor
                  traits_.hidden);
   CONVEYOR_CHECK(!is_last() || logits != nullptr, "stage ", share_.describe(), ": the last stage needs a logits output");
   ops_.set_batch_fixed(DecodeGraphs::pad(b, bucket, stride));
+  stamp_metadata();
   DecodeGraphs::Entry* e = graphs_.find(bucket, stride);
   Tensor padded_input;
   if (!is_first()) {

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "runtime/core/step_stamps.h"
 #include "runtime/dist/communicator.h"
 #include "runtime/engine/step_plan.h"
 #include "runtime/model/weight_loader.h"
@@ -46,6 +47,9 @@ class StageModel {
   // prefill and mixed steps always run eagerly. Tensors run() returns from a graph are views of the graph's own
   // buffers: valid until the next step of this stage (consumers are ordered on the ops' stream).
   void set_graphs(bool on) { graphs_on_ = on; }
+  // Stamps each run's "metadata" span (the step's BatchInfo built and handed to the ops, which upload
+  // it) for `conveyor bench --step-timeline`; not owned, null: none.
+  void set_step_stamps(StepStamps* stamps) { stamps_ = stamps; }
   size_t num_graphs() const { return graphs_.size(); }
   // Layers whose per-tensor K/V scales came from the checkpoint (an FP8 cache uses 1.0 for the others).
   int kv_scaled_layers() const { return kv_scaled_layers_; }
@@ -66,6 +70,12 @@ class StageModel {
   ParallelLmHead lm_head_;
   Communicator* tp_ = nullptr;
   bool graphs_on_ = true;
+  StepStamps* stamps_ = nullptr;
+  int64_t step_ = 0;       // the running plan's step (stamps)
+  double run_begin_s_ = 0;  // when run() began (stamps)
+  void stamp_metadata() const {
+    if (stamps_) stamps_->add(step_, "metadata", run_begin_s_, stamps_->now());
+  }
   DecodeGraphs graphs_;
   int kv_scaled_layers_ = 0;
 };

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -119,6 +120,7 @@ void Engine::fail_refused(std::vector<CompletionOutput>& finished) {
 }
 
 bool Engine::submit_next() {
+  const double t0 = stamps_ ? stamps_->now() : 0;
   StepPlan plan = scheduler_.schedule();
   if (plan.seqs.empty()) return false;
   for (SeqChunk& c : plan.seqs) {
@@ -135,6 +137,11 @@ bool Engine::submit_next() {
   plan.retired.swap(to_retire_);
   if (!eos_sent_) plan.eos_ids = eos_ids_;
   eos_sent_ = true;
+  if (stamps_) {
+    stamps_->add(plan.step, "schedule", t0, stamps_->now());
+    stamps_->shape(plan.step, StepShape{static_cast<int64_t>(plan.seqs.size()), static_cast<int64_t>(plan.num_tokens()),
+                                        plan.num_tokens() == plan.seqs.size()});
+  }
   runner_->submit(plan);
   in_flight_.push_back(std::move(plan));
   return true;
@@ -152,7 +159,10 @@ std::vector<CompletionOutput> Engine::step() {
                  " of ", scheduler_.allocator().num_blocks(), " KV blocks free)");
   const StepPlan plan = std::move(in_flight_.front());
   in_flight_.pop_front();
+  std::optional<StepStamps::Span> waiting(std::in_place, stamps_, plan.step, "wait");
   const StepResult result = runner_->wait();
+  waiting.reset();
+  const StepStamps::Span post(stamps_, plan.step, "post");
   CONVEYOR_CHECK(result.step == plan.step && result.samples.size() == plan.num_logits(), "runner returned ",
                  result.samples.size(), " tokens for step ", result.step, " but step ", plan.step, " has ",
                  plan.num_logits(), " sequences to sample");

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "runtime/core/step_stamps.h"
 #include "runtime/engine/model_runner.h"
 #include "runtime/engine/request.h"
 #include "runtime/engine/scheduler.h"
@@ -101,6 +102,9 @@ class Engine final : public Generator {
   std::vector<CompletionOutput> generate(std::vector<Request> requests);
 
   void set_stream_callback(StreamCallback cb) { stream_ = std::move(cb); }
+  // Stamps each step's scheduling, its wait for the runner's result and the bookkeeping after it
+  // (`conveyor bench --step-timeline`); not owned, null: none.
+  void set_step_stamps(StepStamps* stamps) { stamps_ = stamps; }
   const SchedulerStats& scheduler_stats() const { return scheduler_.stats(); }
   const Scheduler& scheduler() const { return scheduler_; }
   const ModelRunner& runner() const { return *runner_; }
@@ -137,6 +141,7 @@ class Engine final : public Generator {
   std::set<int64_t> announced_;        // sequences the sampling stage knows
   std::vector<int64_t> to_retire_;     // finished since the last submitted plan
   bool eos_sent_ = false;
+  StepStamps* stamps_ = nullptr;
 };
 
 }  // namespace conveyor

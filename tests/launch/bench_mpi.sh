@@ -76,7 +76,7 @@ python3 -c "import json,sys; t=json.load(open(sys.argv[1])); assert t['traceEven
 
 # --- latency on one rank ------------------------------------------------------------------------------
 out=$(timeout 120 "$bin" bench latency --model "$model" --input-len 12 --output-len 6 --batch-size 3 \
-  --num-iters-warmup 1 --num-iters 4 --output-json "$tmp/l.json" 2>"$tmp/l.err")
+  --num-iters-warmup 1 --num-iters 4 --output-json "$tmp/l.json" --step-timeline "$tmp/steps.json" 2>"$tmp/l.err")
 rc=$?
 echo "$out"
 [ $rc = 0 ] || { echo "FAIL: bench latency exit $rc"; cat "$tmp/l.err"; fail=1; }
@@ -95,6 +95,33 @@ assert d["ttft_s"]["count"] == 12 and d["tpot_s"]["count"] == 12, d
 assert d["layout"]["pipeline"] == 1 and d["layout"]["partition"] == [5], d["layout"]
 assert len(d["peak_memory"]["host_max_rss_bytes"]) == 1 and d["roofline"]["gpus"] == 1, d
 assert math.isclose(d["output_tokens_per_second"], 3 * 6 / d["avg_latency"], rel_tol=1e-9), d
+PY
+# --step-timeline: the anatomy of the steady decode steps (batch 3) accounts for the whole period, and
+# every step's host phases are in the file, on one clock, in the order the leader runs them.
+[[ "$out" =~ step\ timeline:\ [0-9]+\ decode\ steps\ of\ batch\ 3, ]] || { echo "FAIL: no step timeline: $out"; fail=1; }
+python3 - "$tmp/steps.json" "$tmp/l.json" <<'PY' || fail=1
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+a = d["anatomy"]
+assert json.load(open(sys.argv[2]))["step_timeline"] == a
+assert a["batch"] == 3 and a["steps"] >= 10 and a["period_us"] > 0, a
+names = [p["phase"] for p in a["phases"]]
+assert names == ["schedule", "apply", "metadata", "forward", "sample", "wait", "post", "other"], names  # no device on the CPU
+assert all(p["side"] == "host" and p["mean_us"] >= 0 for p in a["phases"] if p["phase"] != "other"), a
+assert math.isclose(sum(p["mean_us"] for p in a["phases"]), a["period_us"], rel_tol=1e-9), a
+assert math.isclose(sum(p["pct"] for p in a["phases"]), 100, rel_tol=1e-9), a
+assert a["phases"][3]["pct"] > 50, a  # the CPU's forward is the computation
+decode = {s["step"] for s in d["steps"] if s["decode"] and s["seqs"] == 3}
+order = ["schedule", "apply", "forward", "sample", "wait", "post"]
+for step in decode:
+    spans = sorted((s for s in d["spans"] if s["step"] == step and s["phase"] in order), key=lambda s: s["begin_s"])
+    assert [s["phase"] for s in spans] == order, (step, spans)
+    assert all(x["end_s"] <= y["begin_s"] for x, y in zip(spans, spans[1:])), spans
+    meta = [s for s in d["spans"] if s["step"] == step and s["phase"] == "metadata"]
+    fwd = spans[2]
+    assert len(meta) == 1 and fwd["begin_s"] <= meta[0]["begin_s"] <= meta[0]["end_s"] <= fwd["end_s"], (meta, fwd)
+ex = a["example"]
+assert ex["step"] in decode and ex["spans"][0]["begin_us"] == 0, ex
 PY
 
 # --- preemptions: 4 prompts of one 16-token block each fill 4 of 6 blocks, then all 4 grow into a second --
