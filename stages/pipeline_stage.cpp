@@ -96,7 +96,11 @@ void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words,
     result = sample_and_score(plan, logits);
   }
   if (stamps_) {
-    device_stamps_.push_back(DeviceStamp{plan.step, "gpu forward", m0, m1});
+    // The device reaches the metadata mark once the upload is done and, when it was idle, once the host
+    // has got that far: "gpu metadata" is that wait, "gpu forward" the kernels from there.
+    const int64_t mm = model_->metadata_mark();
+    device_stamps_.push_back(DeviceStamp{plan.step, "gpu metadata", m0, mm});
+    device_stamps_.push_back(DeviceStamp{plan.step, "gpu forward", mm, m1});
     if (samples) device_stamps_.push_back(DeviceStamp{plan.step, "gpu sample", m1, ops_->mark(ops_->stream())});
   }
   if (profiled) ops_->set_profiling(false);

@@ -50,6 +50,8 @@ class StageModel {
   // Stamps each run's "metadata" span (the step's BatchInfo built and handed to the ops, which upload
   // it) for `conveyor bench --step-timeline`; not owned, null: none.
   void set_step_stamps(StepStamps* stamps) { stamps_ = stamps; }
+  // With stamps: the device mark (Ops::mark) the last run() recorded once its metadata was handed over.
+  int64_t metadata_mark() const { return metadata_mark_; }
   size_t num_graphs() const { return graphs_.size(); }
   // Layers whose per-tensor K/V scales came from the checkpoint (an FP8 cache uses 1.0 for the others).
   int kv_scaled_layers() const { return kv_scaled_layers_; }
@@ -73,8 +75,11 @@ class StageModel {
   StepStamps* stamps_ = nullptr;
   int64_t step_ = 0;       // the running plan's step (stamps)
   double run_begin_s_ = 0;  // when run() began (stamps)
-  void stamp_metadata() const {
-    if (stamps_) stamps_->add(step_, "metadata", run_begin_s_, stamps_->now());
+  int64_t metadata_mark_ = -1;  // the device mark after the step's metadata (stamps)
+  void stamp_metadata() {
+    if (!stamps_) return;
+    stamps_->add(step_, "metadata", run_begin_s_, stamps_->now());
+    metadata_mark_ = ops_.mark(ops_.stream());
   }
   DecodeGraphs graphs_;
   int kv_scaled_layers_ = 0;

@@ -90,7 +90,7 @@ json step_anatomy(const StepStamps& stamps) {
   for (const auto& [phase, t] : host_phases)
     phases.push_back({{"phase", phase}, {"side", "host"}, {"mean_us", 1e6 * t}, {"pct", 100 * t / period}});
   double device_busy = 0;
-  for (const char* phase : {"gpu forward", "gpu sample"}) {
+  for (const char* phase : {"gpu metadata", "gpu forward", "gpu sample"}) {
     if (!sum.count(phase)) continue;
     device_busy += mean(phase);
     phases.push_back({{"phase", phase}, {"side", "device"}, {"mean_us", 1e6 * mean(phase)}, {"pct", 100 * mean(phase) / period}});

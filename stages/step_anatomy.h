@@ -5,7 +5,9 @@
 // forward (the rest of the forward call: kernel or graph launches on a GPU, the computation itself on
 // the CPU backend), sample (sampling, on a GPU waiting for the
 // device's tokens), wait (the engine's wait for the result), post (stop checks, outputs), other (the
-// caller between steps). Device spans: gpu forward, gpu sample, and the device's idle time.
+// caller between steps). Device spans: gpu metadata (from the mark before the forward call to the one
+// after the metadata: the upload, and the device waiting for the host), gpu forward, gpu sample, and
+// the device's idle time (the period less these).
 #pragma once
 
 #include <string>

@@ -9,7 +9,8 @@ namespace conveyor {
 namespace {
 
 // Step s starting at t: schedule 10 us, apply 5, forward 100 (metadata 20 inside), sample
-// 300, wait 5, post 30, the rest "other"; on the device forward 250 us from t + 40, sampling 50 after.
+// 300, wait 5, post 30, the rest "other"; on the device metadata from t + 15, forward 250 us from
+// t + 40, sampling 50 after.
 void add_step(StepStamps& st, int64_t s, double t, int64_t seqs, bool decode) {
   const double us = 1e-6;
   st.add(s, "schedule", t, t + 10 * us);
@@ -19,6 +20,7 @@ void add_step(StepStamps& st, int64_t s, double t, int64_t seqs, bool decode) {
   st.add(s, "sample", t + 115 * us, t + 415 * us);
   st.add(s, "wait", t + 415 * us, t + 420 * us);
   st.add(s, "post", t + 420 * us, t + 450 * us);
+  st.add(s, "gpu metadata", t + 15 * us, t + 40 * us, true);
   st.add(s, "gpu forward", t + 40 * us, t + 290 * us, true);
   st.add(s, "gpu sample", t + 290 * us, t + 340 * us, true);
   st.shape(s, StepShape{seqs, decode ? seqs : seqs * 16, decode});
@@ -55,7 +57,8 @@ TEST(StepAnatomy, AccountsForTheSteadyDecodePeriod) {
   EXPECT_NEAR(pct, 100, 1e-6);
   EXPECT_NEAR(mean["gpu forward"], 250, 1e-6);
   EXPECT_NEAR(mean["gpu sample"], 50, 1e-6);
-  EXPECT_NEAR(a["device_idle_us"].get<double>(), period - 300, 1e-6);
+  EXPECT_NEAR(mean["gpu metadata"], 25, 1e-6);
+  EXPECT_NEAR(a["device_idle_us"].get<double>(), period - 325, 1e-6);
   const auto& ex = a["example"];
   EXPECT_EQ(ex["step"], 4);  // periods 500 (3), 510 (5), 520 (4), 700 (6): the upper median
   EXPECT_NEAR(ex["spans"][0]["begin_us"].get<double>(), 0, 1e-9);
