@@ -10,13 +10,13 @@ namespace conveyor {
 
 namespace {
 
-int64_t token_budget_for(const BatchRequest& r, int64_t seqs) {
+int64_t token_budget_for(const BudgetRequest& r, int64_t seqs) {
   return r.user.max_num_batched_tokens > 0 ? r.user.max_num_batched_tokens : std::max(r.rule.token_budget, seqs);
 }
 
 // The sequence counts to try, largest first: the rule's, none above a token budget the user set (a step
 // holds no more sequences than tokens), which then leads as a candidate of its own.
-std::vector<int64_t> candidates(const BatchRequest& r) {
+std::vector<int64_t> candidates(const BudgetRequest& r) {
   const int64_t cap = r.user.max_num_batched_tokens;
   std::vector<int64_t> out;
   if (cap > 0 && (r.rule.seq_candidates.empty() || cap < r.rule.seq_candidates.front())) out.push_back(cap);
@@ -43,7 +43,7 @@ int64_t expected_seq_len(int64_t workload_len, int64_t context_len) {
   return std::max<int64_t>(1, context_len > 0 ? std::min(len, context_len) : len);
 }
 
-BatchChoice choose_batch(const BatchRequest& r, const KvTokensFor& kv_tokens) {
+BatchChoice choose_batch(const BudgetRequest& r, const KvTokensFor& kv_tokens) {
   CONVEYOR_CHECK(r.seq_len >= 1 && r.block_size >= 1, "choose_batch: the expected sequence length (", r.seq_len,
                  ") and the block size (", r.block_size, ") must be >= 1");
   BatchChoice c;

@@ -35,7 +35,7 @@ BatchRule cpu_batch_rule();
 constexpr int64_t kFallbackSeqLen = 2048;
 int64_t expected_seq_len(int64_t workload_len, int64_t context_len);
 
-struct BatchRequest {
+struct BudgetRequest {
   BatchBudget user;          // the keys as configured (0: auto)
   int64_t seq_len = kFallbackSeqLen;  // expected tokens per sequence (expected_seq_len)
   int block_size = 16;       // a sequence takes whole KV blocks
@@ -56,7 +56,7 @@ using KvTokensFor = std::function<int64_t(const BatchBudget& budget)>;
 // whose KV room holds max_num_seqs sequences of seq_len, refined up to the sequences that room holds
 // below the next larger candidate; 1 when even one does not fit. Auto max_num_batched_tokens is
 // max(rule.token_budget, max_num_seqs).
-BatchChoice choose_batch(const BatchRequest& request, const KvTokensFor& kv_tokens);
+BatchChoice choose_batch(const BudgetRequest& request, const KvTokensFor& kv_tokens);
 
 // The start-up line: "batch from memory: max_num_seqs 384, max_num_batched_tokens 8192 (KV holds 786,432
 // tokens = 384 sequences of 2,048; set --max-num-seqs to override)", naming a value the user set as

@@ -10,8 +10,8 @@
 namespace conveyor {
 namespace {
 
-BatchRequest auto_request(int64_t seq_len, BatchRule rule = gpu_batch_rule()) {
-  BatchRequest r;
+BudgetRequest auto_request(int64_t seq_len, BatchRule rule = gpu_batch_rule()) {
+  BudgetRequest r;
   r.seq_len = seq_len;
   r.block_size = 16;
   r.rule = rule;
@@ -57,7 +57,7 @@ TEST(BatchBudget, BuffersThatGrowWithTheBatchShrinkTheRoom) {
 }
 
 TEST(BatchBudget, UserValuesWin) {
-  BatchRequest r = auto_request(2048);
+  BudgetRequest r = auto_request(2048);
   r.user.max_num_seqs = 3;
   BatchChoice c = choose_batch(r, constant(100'000'000));
   EXPECT_EQ(c.budget.max_num_seqs, 3);
@@ -74,7 +74,7 @@ TEST(BatchBudget, UserValuesWin) {
 }
 
 TEST(BatchBudget, UserTokenBudgetCapsAutoSequences) {
-  BatchRequest r = auto_request(64);
+  BudgetRequest r = auto_request(64);
   r.user.max_num_batched_tokens = 100;
   const BatchChoice c = choose_batch(r, constant(100'000'000));
   EXPECT_EQ(c.budget.max_num_seqs, 100);
@@ -89,7 +89,7 @@ TEST(BatchBudget, TokenBudgetNeverBelowSequences) {
     const BatchChoice c = choose_batch(auto_request(128, rule), constant(room));
     EXPECT_GE(c.budget.max_num_batched_tokens, c.budget.max_num_seqs) << "room " << room;
   }
-  BatchRequest r = auto_request(128, rule);
+  BudgetRequest r = auto_request(128, rule);
   r.user.max_num_seqs = 2000;
   EXPECT_EQ(choose_batch(r, constant(1)).budget.max_num_batched_tokens, 2000);
 }
