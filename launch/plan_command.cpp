@@ -205,7 +205,7 @@ int run_plan_command(const Args& args) {
   CONVEYOR_CHECK(context >= 1, "--context must be >= 1");
   const LayoutPlan plan = plan_layout(opt, spec, dev, context);
   std::cout << format_plan(spec, plan.workload, plan.partition);
-  std::cout << describe_batch(plan.batch, plan.kv_tokens, plan.seq_len) << "\n";
+  std::cout << describe_batch(plan.batch, plan.request, plan.kv_tokens) << "\n";
   print_device_model(dev);
   return plan.partition.fits ? 0 : 3;
 }

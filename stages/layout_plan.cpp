@@ -98,11 +98,10 @@ LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const Dev
                  context, ") must be >= 1");
   check_layout(opt, spec);
   p.partition = plan_partition(spec, p.workload, dev, opt.partition);
-  const BudgetRequest request = opt.batch_request(spec, dev.measured.dtype_bytes == 4 ? cpu_batch_rule() : gpu_batch_rule());
-  p.seq_len = request.seq_len;
+  p.request = opt.batch_request(spec, dev.measured.dtype_bytes == 4 ? cpu_batch_rule() : gpu_batch_rule());
   p.kv_tokens = opt.num_blocks > 0 ? opt.num_blocks * opt.block_size : plan_kv_tokens(p.partition, opt.block_size);
   const int64_t kv = p.kv_tokens;
-  p.batch = choose_batch(request, [kv](const BatchBudget&) { return kv; });
+  p.batch = choose_batch(p.request, [kv](const BatchBudget&) { return kv; });
   if (p.batch.budget.max_num_seqs != p.workload.batch) {
     p.workload.batch = p.batch.budget.max_num_seqs;
     p.partition = plan_partition(spec, p.workload, dev, p.layer_counts());

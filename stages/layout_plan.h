@@ -38,7 +38,7 @@ struct LayoutPlan {
   PartitionPlan partition;
   BatchChoice batch;      // the step budget a run of these options takes on this plan's memory
   int64_t kv_tokens = 0;  // what every stage holds per rank (plan_kv_tokens)
-  int64_t seq_len = 0;    // the sequence length the budget was chosen for (StageOptions::batch_request)
+  BudgetRequest request;  // what the budget was chosen for (StageOptions::batch_request)
   // [first, last) layers of each stage.
   std::vector<std::array<int64_t, 2>> stage_ranges() const;
   // Layers per stage.

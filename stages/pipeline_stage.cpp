@@ -424,8 +424,8 @@ PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& mode
   kv.num_blocks = agreed_kv_blocks(backend_parts.blocks);
   parts.batch = backend_parts.batch.budget;
   if (world.rank() == 0) {
-    const int64_t seq_len = opt.batch_request(spec, {}).seq_len;
-    spdlog::info("{}", describe_batch(backend_parts.batch, static_cast<int64_t>(kv.num_blocks) * kv.block_size, seq_len));
+    const int64_t kv_tokens = static_cast<int64_t>(kv.num_blocks) * kv.block_size;
+    spdlog::info("{}", describe_batch(backend_parts.batch, opt.batch_request(spec, {}), kv_tokens));
   }
   parts.stage = std::make_unique<PipelineStage>(spec, share, std::move(weights), std::move(backend_parts.ops), kv,
                                                 opt.kv_fp8(), me.stage, layout.pipeline, links,

@@ -23,8 +23,8 @@ struct StageOptions {
   std::vector<int64_t> partition;  // parallel.partition (empty: the planner's min-max split)
   std::string device_profile;      // parallel.device_profile: doctor JSON the split is planned with
   // scheduler.*: the largest step a stage must hold (0: auto, chosen from the KV room by choose_batch)
-  int64_t max_num_seqs = 256;             // scheduler.max_num_seqs
-  int64_t max_num_batched_tokens = 8192;  // scheduler.max_num_batched_tokens
+  int64_t max_num_seqs = 0;            // scheduler.max_num_seqs
+  int64_t max_num_batched_tokens = 0;  // scheduler.max_num_batched_tokens
   int64_t workload_seq_len = 0;  // prompt + output tokens of the command's workload (bench); 0: unknown
   // cache.*: KV blocks
   int block_size = 16;                  // cache.block_size

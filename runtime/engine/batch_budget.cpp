@@ -25,6 +25,11 @@ std::vector<int64_t> candidates(const BudgetRequest& r) {
   return out;
 }
 
+// The KV tokens one sequence of the expected length takes: whole blocks.
+int64_t whole_blocks(const BudgetRequest& r) {
+  return std::max<int64_t>(1, (r.seq_len + r.block_size - 1) / r.block_size * r.block_size);
+}
+
 // 1234567 -> "1,234,567".
 std::string grouped(int64_t v) {
   std::string digits = std::to_string(v < 0 ? -v : v);
@@ -54,7 +59,7 @@ BatchChoice choose_batch(const BudgetRequest& r, const KvTokensFor& kv_tokens) {
     c.budget = budget(r.user.max_num_seqs);
     return c;
   }
-  const int64_t need = (r.seq_len + r.block_size - 1) / r.block_size * r.block_size;  // whole blocks
+  const int64_t need = whole_blocks(r);
   auto holds = [&](int64_t seqs) { return kv_tokens(budget(seqs)) / need; };
   int64_t chosen = 1, above = 0;  // above: the smallest candidate that did not fit (0: none)
   for (int64_t s : candidates(r)) {
@@ -79,15 +84,15 @@ BatchChoice choose_batch(const BudgetRequest& r, const KvTokensFor& kv_tokens) {
   return c;
 }
 
-std::string describe_batch(const BatchChoice& c, int64_t kv_tokens, int64_t seq_len) {
+std::string describe_batch(const BatchChoice& c, const BudgetRequest& r, int64_t kv_tokens) {
   auto part = [](const char* name, int64_t v, bool user) {
     return std::string(name) + " " + std::to_string(v) + (user ? " (your value)" : "");
   };
   std::string line = c.seqs_from_user && c.tokens_from_user ? "batch as configured: " : "batch from memory: ";
   line += part("max_num_seqs", c.budget.max_num_seqs, c.seqs_from_user) + ", " +
           part("max_num_batched_tokens", c.budget.max_num_batched_tokens, c.tokens_from_user);
-  line += " (KV holds " + grouped(kv_tokens) + " tokens = " + grouped(kv_tokens / std::max<int64_t>(1, seq_len)) +
-          " sequences of " + grouped(seq_len);
+  line += " (KV holds " + grouped(kv_tokens) + " tokens = " + grouped(kv_tokens / whole_blocks(r)) +
+          " sequences of " + grouped(r.seq_len);
   if (!c.seqs_from_user && !c.tokens_from_user) line += "; set --max-num-seqs / --max-num-batched-tokens to override";
   else if (!c.seqs_from_user) line += "; set --max-num-seqs to override";
   else if (!c.tokens_from_user) line += "; set --max-num-batched-tokens to override";

@@ -60,7 +60,8 @@ BatchChoice choose_batch(const BudgetRequest& request, const KvTokensFor& kv_tok
 
 // The start-up line: "batch from memory: max_num_seqs 384, max_num_batched_tokens 8192 (KV holds 786,432
 // tokens = 384 sequences of 2,048; set --max-num-seqs to override)", naming a value the user set as
-// theirs. kv_tokens: what the run's KV cache holds (the agreed blocks x block_size).
-std::string describe_batch(const BatchChoice& choice, int64_t kv_tokens, int64_t seq_len);
+// theirs. kv_tokens: what the run's KV cache holds (the agreed blocks x block_size); the sequences it
+// holds count whole blocks of request.block_size, as choose_batch does.
+std::string describe_batch(const BatchChoice& choice, const BudgetRequest& request, int64_t kv_tokens);
 
 }  // namespace conveyor

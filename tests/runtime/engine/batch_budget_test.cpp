@@ -112,16 +112,17 @@ TEST(BatchBudget, ExpectedSequenceLength) {
 TEST(BatchBudget, StartUpLine) {
   BatchChoice c;
   c.budget = {384, 8192};
-  EXPECT_EQ(describe_batch(c, 786'432, 2048),
+  EXPECT_EQ(describe_batch(c, auto_request(2048), 786'432),
             "batch from memory: max_num_seqs 384, max_num_batched_tokens 8192 (KV holds 786,432 tokens = 384 "
             "sequences of 2,048; set --max-num-seqs / --max-num-batched-tokens to override)");
   c.budget = {3, 8192};
   c.seqs_from_user = true;
-  EXPECT_EQ(describe_batch(c, 1'000, 100),
+  // 100 tokens take 7 blocks of 16: 112 tokens each.
+  EXPECT_EQ(describe_batch(c, auto_request(100), 1'000),
             "batch from memory: max_num_seqs 3 (your value), max_num_batched_tokens 8192 (KV holds 1,000 tokens = "
-            "10 sequences of 100; set --max-num-batched-tokens to override)");
+            "8 sequences of 100; set --max-num-batched-tokens to override)");
   c.tokens_from_user = true;
-  EXPECT_EQ(describe_batch(c, 1'000, 100).rfind("batch as configured: max_num_seqs 3 (your value), "
+  EXPECT_EQ(describe_batch(c, auto_request(100), 1'000).rfind("batch as configured: max_num_seqs 3 (your value), "
                                                 "max_num_batched_tokens 8192 (your value) (KV holds", 0), 0u);
 }
 
