@@ -29,10 +29,11 @@ mkdir -p "$out"
 steps=("$@")
 [[ ${#steps[@]} -gt 0 ]] || steps=(doctor latency throughput b64 peers table)
 
-predict() {  # <run> <batch> <in> <out>: from the doctor's measured speeds when the doctor step ran
-  local measured=()
+predict() {  # <run> <batch, 0: from memory as the run chooses it> <in> <out>: from the doctor's measured speeds when the doctor step ran
+  local measured=() batch=()
   [[ -f "$out/doctor.json" ]] && measured=(--doctor-json "$out/doctor.json")
-  "$bin" plan --compare --gpus 1 --set model.config="$shape" --batch "$2" --input-len "$3" --output-len "$4" \
+  [[ "$2" != 0 ]] && batch=(--batch "$2")
+  "$bin" plan --compare --gpus 1 --set model.config="$shape" "${batch[@]}" --input-len "$3" --output-len "$4" \
     "${measured[@]}" --output-json "$out/$1.predicted.json" | tee "$out/$1.predicted.txt"
 }
 peer() {  # <run> <batch> <in> <out>
@@ -51,8 +52,8 @@ for step in "${steps[@]}"; do
       predict latency_b1 1 "${lat[0]}" "${lat[1]}"
       "$bin" bench latency "${model[@]}" --input-len "${lat[0]}" --output-len "${lat[1]}" --batch-size 1 \
         --num-iters-warmup 3 --num-iters 10 --output-json "$out/latency_b1.conveyor.json" ;;
-    throughput)  # many prompts at the default max_num_seqs (256): all in one wave when prompts <= 256
-      predict throughput $((prompts < 256 ? prompts : 256)) "${thr[0]}" "${thr[1]}"
+    throughput)  # many prompts at the default max_num_seqs: what the KV room holds of in + out tokens (<= 1024)
+      predict throughput $((prompts < 256 ? prompts : 0)) "${thr[0]}" "${thr[1]}"
       "$bin" bench throughput "${model[@]}" --input-len "${thr[0]}" --output-len "${thr[1]}" \
         --num-prompts "$prompts" --output-json "$out/throughput.conveyor.json" ;;
     b64)  # the peer's measured workload: batch 64, 512 in / 256 out

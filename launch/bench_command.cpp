@@ -389,7 +389,7 @@ void add_details(json& out, const Details& d) {
   out["output_tokens_per_second_per_gpu"] = out["output_tokens_per_second"].get<double>() / gpus;
   const Backend backend = resolve_backend(cfg.get_string("runtime.backend"));
   const StageOptions opt = StageOptions::from_config(cfg);  // the model as the stages run it
-  out["roofline"] = roofline(opt.quantized(d.spec), d.runs.back(), elapsed, gpus, opt.max_num_seqs,
+  out["roofline"] = roofline(opt.quantized(d.spec), d.runs.back(), elapsed, gpus, d.session.batch().max_num_seqs,
                              roofline_device(backend), opt.kv_fp8());
   out["backend"] = backend_name(backend);
   out["model"] = {{"shape", d.spec.source}, {"load_format", cfg.get_string("model.load_format")},
@@ -397,7 +397,9 @@ void add_details(json& out, const Details& d) {
   out["workload"] = {{"input_len", d.bench.input_len}, {"output_len", d.bench.output_len},
                      {"seed", cfg.get_int("runtime.seed")},
                      {"random_range_ratio", mode == "throughput" ? d.bench.ratio : 0.0},
-                     {"max_num_seqs", cfg.get_int("scheduler.max_num_seqs")}};
+                     {"max_num_seqs", d.session.batch().max_num_seqs},
+                     {"max_num_batched_tokens", d.session.batch().max_num_batched_tokens},
+                     {"batch_from_memory", cfg.get_int("scheduler.max_num_seqs") == 0}};
   out["command_line"] = command_line(d.args);
 }
 
@@ -433,7 +435,7 @@ int run_bench_command(const Args& args, int* argc, char*** argv) {
   CONVEYOR_CHECK(cfg.get_int("parallel.data") == 1, "conveyor bench measures one replica: drop -dp (parallel.data = ",
                  cfg.get_int("parallel.data"), "); replicas are independent, so throughput scales with their number");
   PipelineSession session(cfg, argc, argv);
-  session.start(cfg, spec);
+  session.start(cfg, spec, b.input_len + b.output_len);
   const std::string trace = cfg.get_string("logging.trace");
   if (!session.is_leader()) {
     session.serve();
@@ -442,7 +444,7 @@ int run_bench_command(const Args& args, int* argc, char*** argv) {
     return 0;
   }
   // Prompts are ids, so no tokenizer: nothing is detokenized during the timed run.
-  Engine engine(session.make_runner(), nullptr, EngineOptions::from_config(cfg));
+  Engine engine(session.make_runner(), nullptr, session.engine_options(cfg));
   const std::string step_timeline = vm.count("step-timeline") ? vm["step-timeline"].as<std::string>() : "";
   if (!step_timeline.empty()) engine.set_step_stamps(session.enable_step_stamps());
   std::mt19937_64 rng(static_cast<uint64_t>(cfg.get_int("runtime.seed")));

@@ -151,7 +151,7 @@ int run_generate_command(const Args& args, int* argc, char*** argv) {
   }
   std::unique_ptr<Tokenizer> tok =
       model_path.empty() ? nullptr : load_tokenizer(model_path, cfg.get_string("model.tokenizer"), spec);
-  Engine engine(session.make_runner(), std::move(tok), EngineOptions::from_config(cfg));
+  Engine engine(session.make_runner(), std::move(tok), session.engine_options(cfg));
   int status = 0;
   if (session.rank() != 0) {
     serve_replica(engine, session.leaders());  // the leader of another data-parallel replica

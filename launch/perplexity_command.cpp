@@ -34,7 +34,7 @@ std::optional<PerplexityReport> perplexity_on_session(const Config& cfg, Pipelin
   CONVEYOR_CHECK(tok, "perplexity needs the model's tokenizer to tokenize the text, and ", model_path,
                  " has none; pass --tokenizer");
   const PerplexityText tokens = tokenize_for_perplexity(*tok, text);
-  Engine engine(session.make_runner(), std::move(tok), EngineOptions::from_config(cfg));
+  Engine engine(session.make_runner(), std::move(tok), session.engine_options(cfg));
   // One chunk more than the pipeline holds keeps every stage busy without holding many chunks.
   opt.window = engine.runner().max_in_flight() + 1;
   PerplexityReport report = evaluate_perplexity(engine, tokens, spec.vocab, opt);

@@ -71,13 +71,14 @@ void PipelineSession::init(const Config& cfg) {
   world_ = std::make_unique<WorldConfig>(layout_of(cfg), mpi_.rank());
 }
 
-void PipelineSession::start(const Config& cfg, const ModelSpec& spec) {
+void PipelineSession::start(const Config& cfg, const ModelSpec& spec, int64_t workload_seq_len) {
   const Backend backend = resolve_backend(cfg.get_string("runtime.backend"));
   set_cpu_threads(cfg, mpi_, backend);
   // The GPU must be current before NCCL communicators are made on it.
   device_ = make_device(backend, mpi_.local_rank());
   groups_ = make_process_groups(*world_, backend, parse_data_transport(cfg.get_string("parallel.data_transport")));
-  const StageOptions stage_opt = StageOptions::from_config(cfg);
+  StageOptions stage_opt = StageOptions::from_config(cfg);
+  stage_opt.workload_seq_len = workload_seq_len;
   std::unique_ptr<WeightHasher> hasher;  // runs while this rank's stage loads its weights
   if (!stage_opt.weights.dummy && cfg.get_bool("model.hash_weights"))
     hasher = std::make_unique<WeightHasher>(stage_opt.weights.path, mpi_.rank(), mpi_.size(),
@@ -126,6 +127,13 @@ StepStamps* PipelineSession::enable_step_stamps() {
   CONVEYOR_CHECK(is_leader(), "internal: only the leader stamps steps");
   parts_.stage->enable_step_stamps();
   return parts_.stage->step_stamps();
+}
+
+EngineOptions PipelineSession::engine_options(const Config& cfg) const {
+  EngineOptions o = EngineOptions::from_config(cfg);
+  o.scheduler.max_num_seqs = parts_.batch.max_num_seqs;
+  o.scheduler.max_num_batched_tokens = parts_.batch.max_num_batched_tokens;
+  return o;
 }
 
 void PipelineSession::serve() { parts_.stage->serve(); }

@@ -15,6 +15,7 @@
 #include "runtime/dist/process_groups.h"
 #include "runtime/dist/watchdog.h"
 #include "runtime/dist/world_config.h"
+#include "runtime/engine/engine.h"
 #include "runtime/engine/model_runner.h"
 #include "runtime/model/spec.h"
 #include "runtime/model/weight_digest.h"
@@ -37,7 +38,9 @@ class PipelineSession {
   // session: MPI is initialised once per process.
   PipelineSession(const Config& cfg, MpiRuntime& mpi);
   // Collective over MPI_COMM_WORLD: the process groups and this rank's stage (its share of the weights).
-  void start(const Config& cfg, const ModelSpec& spec);
+  // workload_seq_len: prompt + output tokens of the command's requests when it knows them (bench), which
+  // an auto step budget is chosen for (runtime/engine/batch_budget.h); 0: the fallback length.
+  void start(const Config& cfg, const ModelSpec& spec, int64_t workload_seq_len = 0);
   ~PipelineSession();
 
   bool is_leader() const { return world_->is_leader(); }  // of its replica
@@ -58,6 +61,11 @@ class PipelineSession {
   StepStamps* enable_step_stamps();
   // Leader, after the run: every stamp, device spans read.
   StepStamps* step_stamps() { return parts_.stage->step_stamps(); }
+  // The step budget the stages were sized for and agreed (the scheduler keys, or what start() chose for
+  // auto ones). Made by start().
+  const BatchBudget& batch() const { return parts_.batch; }
+  // EngineOptions::from_config with the scheduler running batch(): every command's Engine takes these.
+  EngineOptions engine_options(const Config& cfg) const;
   // Other ranks: run plans until shutdown.
   void serve();
   // Collective, after the leader's engine has shut down: rank 0 gets the usage (and writes the

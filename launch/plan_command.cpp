@@ -137,7 +137,8 @@ int run_cluster(const po::variables_map& vm, const Config& cfg, const StageOptio
 int run_plan_command(const Args& args) {
   po::options_description desc("conveyor plan options");
   desc.add_options()("help,h", "show this help")(
-      "batch", po::value<int64_t>(), "sequences decoding together (default: scheduler.max_num_seqs)")(
+      "batch", po::value<int64_t>(),
+      "sequences decoding together (default: scheduler.max_num_seqs; when that is 0, what the KV room holds)")(
       "context", po::value<int64_t>()->default_value(2048), "mean tokens per sequence in the KV cache")(
       "device-memory", po::value<std::string>()->default_value("140G"), "memory per GPU")(
       "peak-tflops", po::value<double>()->default_value(810.0), "dense bf16 TFLOP/s per GPU")(
@@ -179,7 +180,10 @@ int run_plan_command(const Args& args) {
   StageOptions opt = StageOptions::from_config(cfg);
   if (vm.count("cluster")) return run_cluster(vm, cfg, opt, spec, shape);
   CONVEYOR_CHECK(!vm.count("workload"), "--workload applies to --cluster only");
-  if (vm.count("batch")) opt.max_num_seqs = vm["batch"].as<int64_t>();
+  if (vm.count("batch")) {
+    opt.max_num_seqs = vm["batch"].as<int64_t>();
+    CONVEYOR_CHECK(opt.max_num_seqs >= 1, "--batch must be >= 1 (leave it out for the batch from memory)");
+  }
   CONVEYOR_CHECK(!(vm.count("doctor") && vm.count("doctor-json")), "give --doctor or --doctor-json, not both");
   const std::string doctor_path = vm.count("doctor")        ? vm["doctor"].as<std::string>()
                                   : vm.count("doctor-json") ? vm["doctor-json"].as<std::string>()
@@ -198,9 +202,10 @@ int run_plan_command(const Args& args) {
     CONVEYOR_CHECK(!vm.count(flag), "--", flag, " applies to --compare only");
 
   const int64_t context = vm["context"].as<int64_t>();
-  CONVEYOR_CHECK(opt.max_num_seqs >= 1 && context >= 1, "--batch and --context must be >= 1");
+  CONVEYOR_CHECK(context >= 1, "--context must be >= 1");
   const LayoutPlan plan = plan_layout(opt, spec, dev, context);
   std::cout << format_plan(spec, plan.workload, plan.partition);
+  std::cout << describe_batch(plan.batch, plan.request, plan.kv_tokens) << "\n";
   print_device_model(dev);
   return plan.partition.fits ? 0 : 3;
 }

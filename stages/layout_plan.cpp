@@ -80,7 +80,7 @@ void check_layout(const StageOptions& opt, const ModelSpec& spec) {
 
 LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const DeviceCeilings& dev, int64_t context) {
   LayoutPlan p;
-  p.workload.batch = opt.max_num_seqs;
+  p.workload.batch = opt.max_num_seqs > 0 ? opt.max_num_seqs : kAutoPlanningBatch;
   p.workload.context = context;
   p.workload.pipeline = opt.pipeline;
   p.workload.tensor = opt.tensor;
@@ -98,6 +98,14 @@ LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const Dev
                  context, ") must be >= 1");
   check_layout(opt, spec);
   p.partition = plan_partition(spec, p.workload, dev, opt.partition);
+  p.request = opt.batch_request(spec, dev.measured.dtype_bytes == 4 ? cpu_batch_rule() : gpu_batch_rule());
+  p.kv_tokens = opt.num_blocks > 0 ? opt.num_blocks * opt.block_size : plan_kv_tokens(p.partition, opt.block_size);
+  const int64_t kv = p.kv_tokens;
+  p.batch = choose_batch(p.request, [kv](const BatchBudget&) { return kv; });
+  if (p.batch.budget.max_num_seqs != p.workload.batch) {
+    p.workload.batch = p.batch.budget.max_num_seqs;
+    p.partition = plan_partition(spec, p.workload, dev, p.layer_counts());
+  }
   return p;
 }
 

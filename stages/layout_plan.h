@@ -34,8 +34,11 @@ LinkCosts links_from_doctor(const nlohmann::json& doctor, const std::string& whe
 DeviceCeilings planning_ceilings(const std::string& device_profile);
 
 struct LayoutPlan {
-  Workload workload;
+  Workload workload;  // batch: scheduler.max_num_seqs, or with it auto what choose_batch makes of kv_tokens
   PartitionPlan partition;
+  BatchChoice batch;      // the step budget a run of these options takes on this plan's memory
+  int64_t kv_tokens = 0;  // what every stage holds per rank (plan_kv_tokens)
+  BudgetRequest request;  // what the budget was chosen for (StageOptions::batch_request)
   // [first, last) layers of each stage.
   std::vector<std::array<int64_t, 2>> stage_ranges() const;
   // Layers per stage.
@@ -47,7 +50,9 @@ struct LayoutPlan {
 // count >= 1 per stage summing to the layers. Throws naming the numbers and what to pick instead.
 void check_layout(const StageOptions& opt, const ModelSpec& spec);
 
-// The workload and split for `opt` on `dev` (check_layout first). `context`: the mean KV length the costs assume (the
+// The workload and split for `opt` on `dev` (check_layout first). With scheduler.max_num_seqs auto the
+// split is planned at kAutoPlanningBatch (as the run splits), then the batch choose_batch takes on that
+// split's KV room (the GPU rule, or the CPU rule for a CPU doctor profile) is costed on the same split. `context`: the mean KV length the costs assume (the
 // run plans with the cost model's default; `conveyor plan --context` may ask for another).
 LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const DeviceCeilings& dev,
                        int64_t context = Workload{}.context);

@@ -10,6 +10,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
+#include "runtime/engine/batch_budget.h"
 #include "runtime/model/weights_layout.h"
 #include "stages/decode_buckets.h"
 #include "stages/kv_cache.h"
@@ -383,10 +384,37 @@ std::string bottleneck_of(const LayoutPrediction& p, bool memory_bound) {
 
 }  // namespace
 
-LayoutPrediction predict_layout(const ModelSpec& s, const CompareWorkload& cw, int pipeline, int tensor,
+int64_t plan_kv_tokens(const PartitionPlan& plan, int block_size) {
+  double tokens = plan.stages.empty() ? 0.0 : std::numeric_limits<double>::max();
+  for (const StageCost& c : plan.stages) tokens = std::min(tokens, c.kv_tokens);
+  const auto blocks = static_cast<int64_t>(std::floor(tokens / block_size));
+  return blocks * block_size;
+}
+
+namespace {
+
+// The plan of a compare workload: with an auto batch, split at kAutoPlanningBatch as the run does, then
+// cost the batch the run would choose on that split's KV room (sequences of input + output tokens).
+PartitionPlan compare_plan(const ModelSpec& s, const CompareWorkload& cw, const DeviceCeilings& dev, Workload* w) {
+  w->batch = cw.batch > 0 ? cw.batch : kAutoPlanningBatch;
+  PartitionPlan plan = plan_partition(s, *w, dev, {});  // the split the runtime uses
+  if (cw.batch > 0) return plan;
+  BudgetRequest r;
+  r.seq_len = cw.input_len + cw.output_len;
+  r.rule = gpu_batch_rule();
+  const int64_t kv = plan_kv_tokens(plan, r.block_size);
+  w->batch = choose_batch(r, [kv](const BatchBudget&) { return kv; }).budget.max_num_seqs;
+  std::vector<int64_t> counts;
+  for (const StageCost& c : plan.stages) counts.push_back(c.last_layer - c.first_layer);
+  return plan_partition(s, *w, dev, counts);
+}
+
+}  // namespace
+
+LayoutPrediction predict_layout(const ModelSpec& s, const CompareWorkload& cw_in, int pipeline, int tensor,
                                 const DeviceCeilings& dev, const LinkCosts& links) {
+  CompareWorkload cw = cw_in;
   Workload w;
-  w.batch = cw.batch;
   w.context = std::max<int64_t>(1, cw.input_len + cw.output_len / 2);
   w.pipeline = pipeline;
   w.tensor = tensor;
@@ -395,7 +423,9 @@ LayoutPrediction predict_layout(const ModelSpec& s, const CompareWorkload& cw, i
   p.pipeline = pipeline;
   p.tensor = tensor;
   p.micro_batches = micro_batches_for(cw.micro_batches, pipeline);
-  const PartitionPlan plan = plan_partition(s, w, dev, {});  // the split the runtime uses
+  const PartitionPlan plan = compare_plan(s, cw_in, dev, &w);
+  cw.batch = w.batch;
+  p.batch = w.batch;
   p.fits = plan.fits;
   p.why_not = plan.why_not;
   const double kv_need = static_cast<double>(cw.batch) * (cw.input_len + cw.output_len);
@@ -458,8 +488,8 @@ LayoutPrediction predict_layout(const ModelSpec& s, const CompareWorkload& cw, i
 std::vector<LayoutPrediction> compare_layouts(const ModelSpec& s, const CompareWorkload& cw, int gpus,
                                               const DeviceCeilings& dev, const LinkCosts& links) {
   CONVEYOR_CHECK(gpus >= 1, "--gpus must be >= 1, got ", gpus);
-  CONVEYOR_CHECK(cw.batch >= 1 && cw.input_len >= 1 && cw.output_len >= 1,
-                 "the workload needs --batch, --input-len and --output-len >= 1");
+  CONVEYOR_CHECK(cw.batch >= 0 && cw.input_len >= 1 && cw.output_len >= 1,
+                 "the workload needs --batch (0: from memory), --input-len and --output-len >= 1");
   std::vector<LayoutPrediction> out;
   for (int tp = 1; tp <= gpus; ++tp) {
     if (gpus % tp != 0 || !tensor_parallel_fits(s, tp) || gpus / tp > s.layers) continue;
@@ -478,17 +508,18 @@ std::string format_comparison(const ModelSpec& s, const CompareWorkload& cw, int
                               const std::vector<LayoutPrediction>& ranked) {
   std::ostringstream os;
   os << "model: " << architecture_name(s.architecture) << ", " << s.layers << " layers, hidden " << s.hidden
-     << "\nworkload: batch " << cw.batch << ", " << cw.input_len << " in / " << cw.output_len << " out, " << gpus
-     << " GPUs\n\n";
-  os << " rank  layout       M  partition      step ms  prefill s  output tok/s  per GPU  bubble  bottleneck\n";
+     << "\nworkload: batch "
+     << (cw.batch > 0 ? std::to_string(cw.batch) : "from memory (each layout's KV room, sequences of input + output)")
+     << ", " << cw.input_len << " in / " << cw.output_len << " out, " << gpus << " GPUs\n\n";
+  os << " rank  layout       M  batch  partition      step ms  prefill s  output tok/s  per GPU  bubble  bottleneck\n";
   char line[320];
   for (size_t i = 0; i < ranked.size(); ++i) {
     const LayoutPrediction& p = ranked[i];
     std::vector<std::string> parts;
     for (int c : p.partition) parts.push_back(std::to_string(c));
     const std::string layout = "pp=" + std::to_string(p.pipeline) + " tp=" + std::to_string(p.tensor);
-    std::snprintf(line, sizeof(line), " %4zu  %-11s %2d  %-13s %8.2f  %9.2f  %12.0f  %7.0f  %5.1f%%  %s\n", i + 1,
-                  layout.c_str(), p.micro_batches, join(parts, "+").c_str(), 1e3 * p.step_time_s, p.prefill_time_s,
+    std::snprintf(line, sizeof(line), " %4zu  %-11s %2d  %5lld  %-13s %8.2f  %9.2f  %12.0f  %7.0f  %5.1f%%  %s\n",
+                  i + 1, layout.c_str(), p.micro_batches, static_cast<long long>(p.batch), join(parts, "+").c_str(), 1e3 * p.step_time_s, p.prefill_time_s,
                   p.output_tokens_per_s, p.per_gpu_tokens_per_s, 100.0 * p.bubble,
                   p.fits ? p.bottleneck.c_str() : ("DOES NOT FIT: " + p.why_not).c_str());
     os << line;

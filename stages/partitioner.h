@@ -29,6 +29,11 @@ struct DeviceCeilings {
 // or one per stage when it is 0. The one place this default is written.
 inline int micro_batches_for(int configured, int pipeline) { return configured > 0 ? configured : pipeline; }
 
+// The batch the layer split is planned with when scheduler.max_num_seqs is auto (0): a run chooses its
+// batch from the KV room its split leaves (runtime/engine/batch_budget.h), so the split takes a fixed one
+// (the former default) and `conveyor plan` costs the chosen batch on that same split.
+constexpr int64_t kAutoPlanningBatch = 256;
+
 struct Workload {
   int64_t batch = 256;        // sequences decoding together (max_num_seqs)
   int64_t context = 2048;     // mean tokens in each sequence's KV cache
@@ -106,6 +111,9 @@ void check_partition(const std::vector<int64_t>& partition, int pipeline, int64_
 PartitionPlan plan_partition(const ModelSpec& spec, const Workload& w, const DeviceCeilings& dev,
                              const std::vector<int64_t>& partition_override);
 
+// KV tokens every stage of `plan` holds per rank, in whole blocks of block_size (the smallest stage's).
+int64_t plan_kv_tokens(const PartitionPlan& plan, int block_size);
+
 std::string format_plan(const ModelSpec& spec, const Workload& w, const PartitionPlan& plan);
 
 // A layout's predicted throughput for `batch` sequences of input_len prompt + output_len generated
@@ -115,6 +123,7 @@ std::string format_plan(const ModelSpec& spec, const Workload& w, const Partitio
 // each), the embedding's all-reduce and the LM head's logit all-gather, one p2p send per stage edge.
 struct LayoutPrediction {
   int pipeline = 1, tensor = 1, micro_batches = 1;
+  int64_t batch = 0;                  // sequences decoding together (the workload's, or chosen from memory)
   std::vector<int> partition;         // layers per stage
   double step_time_s = 0;             // one decode step of the whole batch
   double prefill_time_s = 0;
@@ -132,7 +141,7 @@ struct LayoutPrediction {
 };
 
 struct CompareWorkload {
-  int64_t batch = 64;
+  int64_t batch = 64;  // 0: per layout, what choose_batch makes of its KV room (scheduler.max_num_seqs auto)
   int64_t input_len = 1024;
   int64_t output_len = 1024;
   int micro_batches = 0;  // 0: = pipeline

@@ -351,6 +351,57 @@ int agreed_kv_blocks(long long blocks) {
   return static_cast<int>(std::min<long long>(agreed, std::numeric_limits<int>::max()));
 }
 
+// The leader's scheduler runs one step budget for all: each key the minimum over the world.
+BatchChoice agreed_batch(BatchChoice c) {
+  long long mine[2] = {c.budget.max_num_seqs, c.budget.max_num_batched_tokens}, agreed[2] = {0, 0};
+  CONVEYOR_MPI_CHECK(MPI_Allreduce(mine, agreed, 2, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD));
+  c.budget = {agreed[0], agreed[1]};
+  return c;
+}
+
+// One rank's backend: its ops, sampler (null: the CPU sampler), the KV blocks it holds (before the
+// agreement) and the step budget agreed over the world, which sized the blocks and the buffers.
+struct BackendParts {
+  std::unique_ptr<Ops> ops;
+  std::unique_ptr<StageSampler> sampler;
+  long long blocks = 0;
+  BatchChoice batch;
+};
+
+// The CPU's KV does not depend on the step budget: the budget is chosen from the blocks.
+BackendParts cpu_backend_parts(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share,
+                               const PagedKvShape& kv) {
+  BackendParts p;
+  p.ops = make_cpu_ops();
+  p.blocks = cpu_kv_blocks(opt, static_cast<int>(share.last_layer - share.first_layer), kv, share.describe());
+  const int64_t tokens = static_cast<int64_t>(p.blocks) * kv.block_size;
+  p.batch = agreed_batch(
+      choose_batch(opt.batch_request(spec, cpu_batch_rule()), [tokens](const BatchBudget&) { return tokens; }));
+  return p;
+}
+
+#ifdef CONVEYOR_WITH_CUDA
+// The budget first (every rank's choice, then the minimum), then the parts sized for it.
+BackendParts cuda_backend_parts(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share,
+                                const WeightSet& weights, const PagedKvShape& kv, const CudaPlacement& place,
+                                int world_rank) {
+  const bool samples = share.lm_head && share.tp_rank == 0;
+  BackendParts p;
+  p.batch = agreed_batch(
+      choose_cuda_batch(opt, spec, share, weights, kv, samples, place, opt.batch_request(spec, gpu_batch_rule())));
+  CudaStageParts cuda = make_cuda_stage_parts(opt.with_batch(p.batch.budget), spec, share, weights, kv, samples, place);
+  // Collective: every rank fails with the whole table when one of them has no room.
+  const bool per_rank = opt.gpu_memory_utilization_per_rank > 0;
+  const double util = per_rank ? opt.gpu_memory_utilization_per_rank : opt.gpu_memory_utilization;
+  const std::vector<MemoryRow> rows = require_memory_fit(cuda.memory, util, per_rank);
+  if (world_rank == 0 && opt.num_blocks <= 0) spdlog::info("{}", format_memory_table(rows, util, per_rank));
+  p.ops = std::move(cuda.ops);
+  p.sampler = std::move(cuda.sampler);
+  p.blocks = cuda.kv_blocks;
+  return p;
+}
+#endif
+
 std::unique_ptr<Communicator> control_comm(MPI_Comm group, const std::string& name) {
   MPI_Comm dup = MPI_COMM_NULL;
   CONVEYOR_MPI_CHECK(MPI_Comm_dup(group, &dup));
@@ -394,37 +445,31 @@ PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& mode
   kv.block_size = opt.block_size;
   kv.n_kv_heads = traits.attention.n_kv_heads;
   kv.head_dim = static_cast<int>(spec.head_dim);
-  std::unique_ptr<Ops> ops;
-  std::unique_ptr<StageSampler> sampler;  // null: the CPU sampler
-  long long blocks = 0;
+  BackendParts backend_parts;
   if (backend == Backend::kCuda) {
 #ifdef CONVEYOR_WITH_CUDA
-    const bool samples = share.lm_head && me.tensor == 0;
     CudaPlacement place;
     place.device = device;
     place.stage = me.stage;
     place.ranks_on_device = groups.ranks_on_device;
     place.graphs_capturable = links.tensor == nullptr || links.tensor->capturable();
-    CudaStageParts cuda = make_cuda_stage_parts(opt, spec, share, weights, kv, samples, place);
-    // Collective: every rank fails with the whole table when one of them has no room.
-    const bool per_rank = opt.gpu_memory_utilization_per_rank > 0;
-    const double util = per_rank ? opt.gpu_memory_utilization_per_rank : opt.gpu_memory_utilization;
-    const std::vector<MemoryRow> rows = require_memory_fit(cuda.memory, util, per_rank);
-    if (world.rank() == 0 && opt.num_blocks <= 0) spdlog::info("{}", format_memory_table(rows, util, per_rank));
-    ops = std::move(cuda.ops);
-    sampler = std::move(cuda.sampler);
-    blocks = cuda.kv_blocks;
+    backend_parts = cuda_backend_parts(opt, spec, share, weights, kv, place, world.rank());
 #else
     CONVEYOR_THROW("runtime.backend = cuda, but this conveyor was built without CUDA; rebuild with "
                    "-DCONVEYOR_WITH_CUDA=ON or use --set runtime.backend=cpu");
 #endif
   } else {
-    ops = make_cpu_ops();
-    blocks = cpu_kv_blocks(opt, static_cast<int>(share.last_layer - share.first_layer), kv, share.describe());
+    backend_parts = cpu_backend_parts(opt, spec, share, kv);
   }
-  kv.num_blocks = agreed_kv_blocks(blocks);
-  parts.stage = std::make_unique<PipelineStage>(spec, share, std::move(weights), std::move(ops), kv, opt.kv_fp8(),
-                                                me.stage, layout.pipeline, links, std::move(sampler));
+  kv.num_blocks = agreed_kv_blocks(backend_parts.blocks);
+  parts.batch = backend_parts.batch.budget;
+  if (world.rank() == 0) {
+    const int64_t kv_tokens = static_cast<int64_t>(kv.num_blocks) * kv.block_size;
+    spdlog::info("{}", describe_batch(backend_parts.batch, opt.batch_request(spec, {}), kv_tokens));
+  }
+  parts.stage = std::make_unique<PipelineStage>(spec, share, std::move(weights), std::move(backend_parts.ops), kv,
+                                                opt.kv_fp8(), me.stage, layout.pipeline, links,
+                                                std::move(backend_parts.sampler));
   // Stage 0's layers speak for all: a checkpoint has KV scales for every layer or none.
   const std::string kv_line = parts.stage->kv_cache_line();
   if (world.rank() == 0 && !kv_line.empty()) spdlog::info("{}", kv_line);

@@ -165,6 +165,9 @@ struct PipelineParts {
   std::unique_ptr<PipelineStage> stage;
   int micro_batches = 1;
   std::vector<int64_t> partition;  // layers per stage, as this run split them
+  // The step budget the leader's scheduler runs (scheduler.max_num_seqs / max_num_batched_tokens, or
+  // what choose_batch made of auto keys), agreed over the world and said at start-up by rank 0.
+  BatchBudget batch;
 };
 PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& spec, const WorldConfig& world,
                                   ProcessGroups& groups, Backend backend = Backend::kCpu, int device = 0);

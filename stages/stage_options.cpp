@@ -53,6 +53,24 @@ double StageOptions::gpu_share(int ranks_on_device) const {
   return gpu_memory_utilization / (ranks_on_device > 1 ? ranks_on_device : 1);
 }
 
+BudgetRequest StageOptions::batch_request(const ModelSpec& spec, const BatchRule& rule) const {
+  BudgetRequest r;
+  r.user = {max_num_seqs, max_num_batched_tokens};
+  r.seq_len = expected_seq_len(workload_seq_len, spec.context_len(max_model_len));
+  r.block_size = block_size;
+  r.rule = rule;
+  return r;
+}
+
+StageOptions StageOptions::with_batch(const BatchBudget& budget) const {
+  CONVEYOR_CHECK(budget.max_num_seqs > 0 && budget.max_num_batched_tokens > 0, "internal: a step budget of ",
+                 budget.max_num_seqs, " sequences and ", budget.max_num_batched_tokens, " tokens");
+  StageOptions o = *this;
+  o.max_num_seqs = budget.max_num_seqs;
+  o.max_num_batched_tokens = budget.max_num_batched_tokens;
+  return o;
+}
+
 ModelSpec StageOptions::quantized(const ModelSpec& spec) const {
   ModelSpec s = spec;
   apply_quantization_flag(s.quant, quantization);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "runtime/engine/batch_budget.h"
 #include "runtime/model/weight_loader.h"
 
 namespace conveyor {
@@ -21,9 +22,10 @@ struct StageOptions {
   int micro_batches = 0;           // parallel.micro_batches (0: one per stage, micro_batches_for)
   std::vector<int64_t> partition;  // parallel.partition (empty: the planner's min-max split)
   std::string device_profile;      // parallel.device_profile: doctor JSON the split is planned with
-  // scheduler.*: the largest step a stage must hold
-  int64_t max_num_seqs = 256;             // scheduler.max_num_seqs
-  int64_t max_num_batched_tokens = 8192;  // scheduler.max_num_batched_tokens
+  // scheduler.*: the largest step a stage must hold (0: auto, chosen from the KV room by choose_batch)
+  int64_t max_num_seqs = 0;            // scheduler.max_num_seqs
+  int64_t max_num_batched_tokens = 0;  // scheduler.max_num_batched_tokens
+  int64_t workload_seq_len = 0;  // prompt + output tokens of the command's workload (bench); 0: unknown
   // cache.*: KV blocks
   int block_size = 16;                  // cache.block_size
   long long num_blocks = 0;             // cache.num_blocks (0: from memory)
@@ -46,6 +48,11 @@ struct StageOptions {
   double gpu_share(int ranks_on_device) const;
   // The spec with model.quantization applied (what every stage builds, plans and loads).
   ModelSpec quantized(const ModelSpec& spec) const;
+  // What choose_batch needs from these options: the scheduler keys, the expected sequence length
+  // (expected_seq_len of workload_seq_len within the model's context), the block size.
+  BudgetRequest batch_request(const ModelSpec& spec, const BatchRule& rule) const;
+  // These options with the step budget a run chose (both keys > 0), as the stages size their buffers.
+  StageOptions with_batch(const BatchBudget& budget) const;
   // cache.kv_cache_dtype fp8 / fp8_e4m3: K and V stored as e4m3 codes with per-tensor scales.
   bool kv_fp8() const { return kv_cache_dtype == "fp8" || kv_cache_dtype == "fp8_e4m3"; }
   // What one cached K or V element takes next to activations of `activations`: 1 byte for FP8, else the

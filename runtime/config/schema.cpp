@@ -66,8 +66,13 @@ std::vector<KeySpec> model_and_parallel_keys() {
 std::vector<KeySpec> engine_keys() {
   return {
       // scheduler
-      ranged(key("scheduler.max_num_seqs", VT::kInt, "256", "sequences per step"), 1, 1 << 20),
-      ranged(key("scheduler.max_num_batched_tokens", VT::kInt, "8192", "tokens per step"), 1, 1 << 24),
+      ranged(key("scheduler.max_num_seqs", VT::kInt, "0",
+                 "sequences per step (0: as many sequences of the expected length as the KV room holds, "
+                 "up to 1024 on a GPU and 256 on the CPU; said at start-up)"),
+             0, 1 << 20),
+      ranged(key("scheduler.max_num_batched_tokens", VT::kInt, "0",
+                 "tokens per step (0: 8192, or max_num_seqs when larger)"),
+             0, 1 << 24),
       key("scheduler.enable_chunked_prefill", VT::kBool, "true", "split long prompts into chunks"),
       // cache
       one_of(key("cache.block_size", VT::kInt, "16", "tokens per KV block"), {"8", "16", "32", "64", "128"}),

@@ -13,6 +13,7 @@
 
 #include "runtime/config/config.h"
 #include "runtime/core/error.h"
+#include "runtime/engine/batch_budget.h"
 
 namespace conveyor {
 
@@ -59,6 +60,22 @@ std::vector<int32_t> model_eos_ids(const ModelSpec& spec, const Tokenizer* tok) 
   return ids;
 }
 
+// A runner without a memory plan of its own (the local CPU runner, tests) resolves auto scheduler keys
+// from its KV blocks with the CPU rule; a pipeline run passes the budget its stages chose and agreed.
+SchedulerConfig resolved(SchedulerConfig c, const ModelRunner& runner, int64_t max_model_len) {
+  if (c.max_num_seqs > 0 && c.max_num_batched_tokens > 0) return c;
+  BudgetRequest r;
+  r.user = {c.max_num_seqs, c.max_num_batched_tokens};
+  r.seq_len = expected_seq_len(0, runner.spec().context_len(max_model_len));
+  r.block_size = runner.block_size();
+  r.rule = cpu_batch_rule();
+  const int64_t kv_tokens = static_cast<int64_t>(runner.num_kv_blocks()) * runner.block_size();
+  const BatchBudget b = choose_batch(r, [kv_tokens](const BatchBudget&) { return kv_tokens; }).budget;
+  c.max_num_seqs = b.max_num_seqs;
+  c.max_num_batched_tokens = b.max_num_batched_tokens;
+  return c;
+}
+
 }  // namespace
 
 Engine::Engine(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Tokenizer> tokenizer, EngineOptions options)
@@ -66,7 +83,8 @@ Engine::Engine(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Tokenizer> t
       tokenizer_(std::move(tokenizer)),
       max_model_len_(runner_->spec().context_len(options.max_model_len)),
       seed_(options.seed),
-      scheduler_(options.scheduler.per_micro_batch(runner_->max_in_flight()), runner_->num_kv_blocks(), runner_->block_size()),
+      scheduler_(resolved(options.scheduler, *runner_, options.max_model_len).per_micro_batch(runner_->max_in_flight()),
+                 runner_->num_kv_blocks(), runner_->block_size()),
       eos_ids_(model_eos_ids(runner_->spec(), tokenizer_.get())) {}
 
 Engine::~Engine() {

@@ -26,7 +26,9 @@ struct SchedulerConfig {
   int64_t max_num_seqs = 256;             // sequences per plan
   int64_t max_num_batched_tokens = 8192;  // new tokens per plan (decodes + prefill chunks)
   bool enable_chunked_prefill = true;     // off: a prefill runs whole in one plan
-  static SchedulerConfig from_config(const Config& config);  // scheduler.* keys
+  // scheduler.* keys; max_num_seqs and max_num_batched_tokens may be 0 (auto, batch_budget.h): the run
+  // passes the budget its stages chose, and the Engine resolves what is still 0 from its runner's KV.
+  static SchedulerConfig from_config(const Config& config);
   // The budget of one of `micro_batches` plans in flight: max_num_seqs split evenly (so the running
   // set is the configured one and micro-batches take equal stage times), and with chunked prefill
   // the token budget too.

@@ -3,7 +3,8 @@
 // the weights (uploaded by the stage right after), activations of the largest step, the LM head's
 // logits and the sampler's workspace, the ops' GEMM, attention and metadata workspaces and their
 // activation pools' slabs (allocated at start-up, so no step allocates them), and a fixed margin for
-// fragmentation and library state.
+// fragmentation and library state. choose_cuda_batch asks the same plan per candidate step budget, before
+// the ops exist.
 #include "stages/cuda/cuda_stage_parts.h"
 
 #include <mpi.h>
@@ -103,6 +104,36 @@ DType cuda_model_dtype(const std::string& d) {
   if (d == "float16" || d == "fp16" || d == "half") return DType::kF16;
   CONVEYOR_THROW("model.dtype = ", d, " is not supported on the CUDA backend (its GEMM and attention kernels take "
                  "16-bit inputs); use bfloat16 or float16, or --set runtime.backend=cpu for fp32");
+}
+
+BatchChoice choose_cuda_batch(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share,
+                              const WeightSet& weights, const PagedKvShape& kv, bool samples,
+                              const CudaPlacement& place, const BudgetRequest& request) {
+  if (opt.num_blocks > 0) {
+    const int64_t tokens = static_cast<int64_t>(opt.num_blocks) * kv.block_size;
+    return choose_batch(request, [tokens](const BatchBudget&) { return tokens; });
+  }
+  const DType dt = cuda_model_dtype(opt.dtype);
+  const size_t elem = dtype_size(dt);
+  const int layers = std::max(1, static_cast<int>(share.last_layer - share.first_layer));
+  // No rank has made its ops yet: what is in use now is the context and the NCCL buffers, and the ops'
+  // buffers are among each candidate's reserved terms (make_cuda_stage_parts measures again after them).
+  CONVEYOR_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  size_t total = 0, free = 0;
+  cuda_memory_info(place.device, &total, &free);
+  MemoryRow base;
+  base.total = static_cast<double>(total);
+  base.allowed = opt.gpu_share(place.ranks_on_device) * base.total;
+  base.in_use = static_cast<double>(total - free) / place.ranks_on_device;
+  const auto room = [&](const BatchBudget& b) {
+    MemoryRow row = base;
+    reserve(opt.with_batch(b), spec, share, weights, samples, elem, place.graphs_capturable, row);
+    const size_t budget = row.left() > 0 ? static_cast<size_t>(row.left()) : 0;
+    const int blocks = KvCache::blocks_that_fit(budget, layers, kv.block_size, kv.n_kv_heads, kv.head_dim,
+                                                opt.kv_elem_bytes(dt));
+    return static_cast<int64_t>(blocks) * kv.block_size;
+  };
+  return choose_batch(request, room);
 }
 
 CudaStageParts make_cuda_stage_parts(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share,

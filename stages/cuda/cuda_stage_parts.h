@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "runtime/engine/batch_budget.h"
 #include "runtime/model/spec.h"
 #include "runtime/model/weight_loader.h"
 #include "stages/backend.h"
@@ -34,6 +35,15 @@ struct CudaPlacement {
   int ranks_on_device = 1;
   bool graphs_capturable = true;
 };
+
+// The step budget this rank would choose (choose_batch with `request`) before its ops exist: the memory in
+// use is measured once (the CUDA context, NCCL buffers; a world barrier first), and each candidate's KV
+// room is what gpu_memory_utilization leaves after the terms make_cuda_stage_parts reserves for that
+// candidate (cache.num_blocks, when set, is the room of all). Collective over MPI_COMM_WORLD unless
+// opt.num_blocks > 0; the caller agrees the minimum over ranks and sizes the parts with it.
+BatchChoice choose_cuda_batch(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share,
+                              const WeightSet& weights, const PagedKvShape& kv, bool samples,
+                              const CudaPlacement& place, const BudgetRequest& request);
 
 // weights: this rank's share, not yet uploaded (their size is reserved before the KV budget).
 // The rank plans with opt.gpu_share(ranks_on_device) of the GPU and counts its share of what is in use

@@ -19,6 +19,9 @@ constexpr double kReasonFloor = 0.03;
 
 std::string pct(double x) { return std::to_string(static_cast<int>(std::lround(100 * x))) + "%"; }
 
+// A scheduler key of the workload: its value, or "auto" (each layout's from its KV room).
+std::string budget_text(int64_t v) { return v > 0 ? std::to_string(v) : "auto (from each layout's KV room)"; }
+
 std::string partition_text(const SimResult& r) {
   std::vector<std::string> parts;
   for (const SimStage& s : r.stages) parts.push_back(std::to_string(s.last_layer - s.first_layer));
@@ -52,7 +55,9 @@ SimWorkload parse_workload(const std::string& text, SimWorkload w) {
     } catch (const std::exception&) {
       CONVEYOR_THROW("--workload: ", key, " must be an integer, got '", value, "'");
     }
-    CONVEYOR_CHECK(v >= 1, "--workload: ", key, " must be >= 1, got ", v);
+    const bool auto_ok = key == "max_num_seqs" || key == "max_num_batched_tokens";  // 0: from memory
+    CONVEYOR_CHECK(v >= (auto_ok ? 0 : 1), "--workload: ", key, " must be >= ", auto_ok ? "0 (0: from memory)" : "1",
+                   ", got ", v);
     static const std::vector<std::string> keys = {"prompts", "input", "output", "max_num_seqs", "max_num_batched_tokens"};
     if (key == "prompts") w.num_prompts = v;
     else if (key == "input") w.input_len = v;
@@ -133,7 +138,7 @@ std::string layout_reason(const SimResult& r, const SimWorkload& w) {
   losses.push_back({bubble, "bubble " + pct(bubble)});
   losses.push_back({allreduce, "all-reduce " + pct(allreduce) + " of stage time"});
   if (crossing > 0) losses.push_back({net, "network: " + std::to_string(crossing) + " edges cross nodes, " + pct(net) + " of the run sending"});
-  const int64_t want = std::min(w.max_num_seqs, r.replica_requests);
+  const int64_t want = std::min(r.max_num_seqs, r.replica_requests);
   const double kv_short = 1.0 - static_cast<double>(r.peak_running) / static_cast<double>(want);
   losses.push_back({kv_short + (r.preemptions > 0 ? kReasonFloor : 0.0),
                     "KV room: " + std::to_string(r.peak_running) + " of " + std::to_string(want) +
@@ -165,7 +170,7 @@ std::string format_cluster_plan(const ModelSpec& spec, const ClusterSpec& c, con
      << precision_name(c.precision) << ")\n"
      << "model: " << spec.source << ", " << spec.layers << " layers, hidden " << spec.hidden << "\nworkload: "
      << w.num_prompts << " prompts, " << w.input_len << " in / " << w.output_len << " out, max_num_seqs "
-     << w.max_num_seqs << ", max_num_batched_tokens " << w.max_num_batched_tokens << "\n\n"
+     << budget_text(w.max_num_seqs) << ", max_num_batched_tokens " << budget_text(w.max_num_batched_tokens) << "\n\n"
      << " rank  dp x pp x tp    M  partition               out tok/s  per GPU  TTFT p50  TPOT p50  GiB w+KV  reason\n";
   char line[512];
   for (size_t i = 0; i < plan.layouts.size() && i < top; ++i) {
@@ -210,7 +215,8 @@ nlohmann::json cluster_plan_json(const ClusterSpec& c, const SimWorkload& w, con
                     {"tpot_s", {{"p50", r.tpot_p50}, {"p90", r.tpot_p90}, {"p99", r.tpot_p99}}},
                     {"stages", stages}, {"num_blocks", r.num_blocks}, {"plans", r.plans},
                     {"preemptions", r.preemptions}, {"peak_running", r.peak_running},
-                    {"replica_requests", r.replica_requests}, {"reason", rl.reason},
+                    {"replica_requests", r.replica_requests}, {"max_num_seqs", r.max_num_seqs},
+                    {"max_num_batched_tokens", r.max_num_batched_tokens}, {"reason", rl.reason},
                     {"slurm", r.fits ? slurm_line(c, r.layout, model_arg) : ""}});
   }
   return {{"cluster", {{"file", c.source}, {"name", c.name}, {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node},

@@ -10,6 +10,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/percentile.h"
+#include "runtime/engine/batch_budget.h"
 #include "runtime/engine/scheduler.h"
 #include "stages/partitioner.h"
 
@@ -378,6 +379,23 @@ int64_t cpu_kv_blocks(const PartitionPlan& plan, const SimWorkload& w) {
   return blocks;
 }
 
+// The workload with the step budget a run takes on `num_blocks` (choose_batch, sequences of input +
+// output tokens; the CPU rule on a CPU cluster).
+SimWorkload resolved_budget(const ModelSpec& spec, const ClusterSpec& cluster, const SimWorkload& w,
+                            int64_t num_blocks) {
+  BudgetRequest request;
+  request.user = {w.max_num_seqs, w.max_num_batched_tokens};
+  request.seq_len = expected_seq_len(w.input_len + w.output_len, spec.context_len(0));
+  request.block_size = w.block_size;
+  request.rule = cluster.cpu() ? cpu_batch_rule() : gpu_batch_rule();
+  const int64_t kv = num_blocks * w.block_size;
+  const BatchBudget b = choose_batch(request, [kv](const BatchBudget&) { return kv; }).budget;
+  SimWorkload run = w;
+  run.max_num_seqs = b.max_num_seqs;
+  run.max_num_batched_tokens = b.max_num_batched_tokens;
+  return run;
+}
+
 }  // namespace
 
 SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, const SimWorkload& w, const SimLayout& l) {
@@ -388,7 +406,7 @@ SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, con
   const int M = micro_batches_for(l.micro_batches, l.pipeline);
   r.layout.micro_batches = M;
   Workload pw;  // the partition the run plans (layout_plan.h): batch = max_num_seqs, the default context
-  pw.batch = w.max_num_seqs;
+  pw.batch = w.max_num_seqs > 0 ? w.max_num_seqs : kAutoPlanningBatch;
   pw.pipeline = l.pipeline;
   pw.tensor = l.tensor;
   pw.micro_batches = M;
@@ -420,10 +438,14 @@ SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, con
     r.stages[s].kv_bytes = static_cast<double>(r.num_blocks) * w.block_size * plan.stages[s].kv_bytes_per_token;
   if (!r.fits) return r;
 
+  const SimWorkload run = resolved_budget(spec, cluster, w, r.num_blocks);
+  r.max_num_seqs = run.max_num_seqs;
+  r.max_num_batched_tokens = run.max_num_batched_tokens;
+  pw.batch = run.max_num_seqs;
   const PipelineModel model(spec, cluster, l, pw, counts);
   for (size_t s = 0; s + 1 < r.stages.size(); ++s) r.stages[s].edge_crosses_node = model.edges()[s].crosses;
   r.replica_requests = (w.num_prompts + l.data - 1) / l.data;
-  EventLoop(model, w, M, r.replica_requests, r.num_blocks, &r).run();
+  EventLoop(model, run, M, r.replica_requests, r.num_blocks, &r).run();
   for (SimStage& s : r.stages) s.bubble = 1.0 - (s.compute_s + s.allreduce_s) / r.elapsed_s;
   // The replica with the largest share finishes last.
   r.output_tokens_per_s = static_cast<double>(w.num_prompts) * w.output_len / r.elapsed_s;

@@ -25,8 +25,8 @@ struct SimWorkload {
   int64_t num_prompts = 1000;
   int64_t input_len = 1024;
   int64_t output_len = 1024;
-  int64_t max_num_seqs = 256;
-  int64_t max_num_batched_tokens = 8192;
+  int64_t max_num_seqs = 256;             // 0: per layout, from its KV room (choose_batch), as a run does
+  int64_t max_num_batched_tokens = 8192;  // 0: auto
   bool enable_chunked_prefill = true;
   int block_size = 16;
   double memory_utilization = 0.9;
@@ -68,6 +68,8 @@ struct SimResult {
   int64_t preemptions = 0;
   int64_t peak_running = 0;         // most sequences running at once (one replica)
   int64_t replica_requests = 0;
+  int64_t max_num_seqs = 0;            // the step budget this layout runs: the workload's, or what
+  int64_t max_num_batched_tokens = 0;  // choose_batch makes of its KV room (0: not reached)
 };
 
 // Simulates `layout` on `cluster` for workload `w`; a layout whose weights or KV cannot fit returns

@@ -115,6 +115,38 @@ TEST(LayoutPlan, WorkloadComesFromTheOptions) {
   EXPECT_EQ(Workload{}.context, plan_layout(o, spec, DeviceCeilings{}).workload.context);  // the run's context
 }
 
+// scheduler.max_num_seqs auto: the split is the one planned at kAutoPlanningBatch (what the run splits
+// with), and the batch is what the smallest stage's KV room holds of sequences of 2048 tokens, at most
+// the GPU cap; a batch the user sets wins.
+TEST(LayoutPlan, AutoBatchComesFromTheKvRoomOnTheRunsSplit) {
+  const ModelSpec spec = llama3_70b();
+  StageOptions o;
+  o.pipeline = 2;
+  o.tensor = 4;
+  StageOptions planning = o;
+  planning.max_num_seqs = kAutoPlanningBatch;
+  for (double gib : {140.0, 32.0}) {
+    DeviceCeilings dev;
+    dev.memory = gib * (1ull << 30);
+    const LayoutPlan p = plan_layout(o, spec, dev);
+    const LayoutPlan split = plan_layout(planning, spec, dev);
+    EXPECT_EQ(p.layer_counts(), split.layer_counts());
+    const int64_t kv = plan_kv_tokens(split.partition, o.block_size);
+    EXPECT_EQ(p.kv_tokens, kv);
+    EXPECT_EQ(p.request.seq_len, 2048);
+    EXPECT_EQ(p.workload.batch, std::min<int64_t>(1024, kv / 2048)) << gib << " GiB";
+    EXPECT_EQ(p.batch.budget.max_num_seqs, p.workload.batch);
+    EXPECT_EQ(p.batch.budget.max_num_batched_tokens, std::max<int64_t>(8192, p.workload.batch));
+    EXPECT_FALSE(p.batch.seqs_from_user);
+    if (gib < 100) EXPECT_LT(p.workload.batch, 512) << "a small GPU holds fewer sequences";
+    else EXPECT_EQ(p.workload.batch, 1024);
+  }
+  o.max_num_seqs = 96;
+  const LayoutPlan user = plan_layout(o, spec, DeviceCeilings{});
+  EXPECT_EQ(user.workload.batch, 96);
+  EXPECT_TRUE(user.batch.seqs_from_user);
+}
+
 // Llama-3-70B at pp 2 x tp 4 split 40/40 (an FP8 choice may move the split itself: compare like with
 // like), planned as given and after `change`.
 std::pair<LayoutPlan, LayoutPlan> plan_70b_pp2_tp4(const std::function<void(StageOptions&)>& change) {
