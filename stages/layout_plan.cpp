@@ -98,7 +98,7 @@ LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const Dev
                  context, ") must be >= 1");
   check_layout(opt, spec);
   p.partition = plan_partition(spec, p.workload, dev, opt.partition);
-  p.request = opt.batch_request(spec, dev.measured.dtype_bytes == 4 ? cpu_batch_rule() : gpu_batch_rule());
+  p.request = opt.batch_request(spec, dev.measured.dtype_bytes == 4 ? cpu_batch_rule() : opt.gpu_rule());
   p.kv_tokens = opt.num_blocks > 0 ? opt.num_blocks * opt.block_size : plan_kv_tokens(p.partition, opt.block_size);
   const int64_t kv = p.kv_tokens;
   p.batch = choose_batch(p.request, [kv](const BatchBudget&) { return kv; });

@@ -388,7 +388,7 @@ BackendParts cuda_backend_parts(const StageOptions& opt, const ModelSpec& spec, 
   const bool samples = share.lm_head && share.tp_rank == 0;
   BackendParts p;
   p.batch = agreed_batch(
-      choose_cuda_batch(opt, spec, share, weights, kv, samples, place, opt.batch_request(spec, gpu_batch_rule())));
+      choose_cuda_batch(opt, spec, share, weights, kv, samples, place, opt.batch_request(spec, opt.gpu_rule())));
   CudaStageParts cuda = make_cuda_stage_parts(opt.with_batch(p.batch.budget), spec, share, weights, kv, samples, place);
   // Collective: every rank fails with the whole table when one of them has no room.
   const bool per_rank = opt.gpu_memory_utilization_per_rank > 0;

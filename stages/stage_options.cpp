@@ -1,8 +1,12 @@
 // StageOptions::from_config (see stage_options.h): the only stages/ file that reads config keys.
 #include "stages/stage_options.h"
 
+#include <algorithm>
+
 #include "runtime/config/config.h"
 #include "runtime/core/error.h"
+#include "stages/decode_buckets.h"
+#include "stages/partitioner.h"
 
 namespace conveyor {
 namespace {
@@ -51,6 +55,20 @@ StageOptions StageOptions::from_config(const Config& c) {
 double StageOptions::gpu_share(int ranks_on_device) const {
   if (gpu_memory_utilization_per_rank > 0) return gpu_memory_utilization_per_rank;
   return gpu_memory_utilization / (ranks_on_device > 1 ? ranks_on_device : 1);
+}
+
+BatchRule gpu_batch_rule_for(bool cuda_graphs, int micro_batches) {
+  BatchRule r = gpu_batch_rule();
+  if (!cuda_graphs) return r;
+  const int64_t cap = int64_t{kMaxDecodeBucket} * std::max(1, micro_batches);
+  std::vector<int64_t>& c = r.seq_candidates;
+  c.erase(std::remove_if(c.begin(), c.end(), [cap](int64_t n) { return n > cap; }), c.end());
+  if (c.empty() || c.front() != cap) c.insert(c.begin(), cap);
+  return r;
+}
+
+BatchRule StageOptions::gpu_rule() const {
+  return gpu_batch_rule_for(cuda_graphs, micro_batches_for(micro_batches, pipeline));
 }
 
 BudgetRequest StageOptions::batch_request(const ModelSpec& spec, const BatchRule& rule) const {

@@ -15,6 +15,12 @@ namespace conveyor {
 
 class Config;
 
+// The GPU candidates within the decode graphs' reach: with CUDA graphs each micro-batch's decode step is
+// one graph of at most kMaxDecodeBucket sequences (stages/decode_buckets.h), so an auto batch stays at or
+// below that times the micro-batches; a larger one would decode eagerly, and whether it wins is for a
+// measurement to say, not the default. Without graphs: gpu_batch_rule().
+BatchRule gpu_batch_rule_for(bool cuda_graphs, int micro_batches);
+
 struct StageOptions {
   // parallel.*: the layout and its layer split
   int pipeline = 1;                // parallel.pipeline
@@ -51,6 +57,8 @@ struct StageOptions {
   // What choose_batch needs from these options: the scheduler keys, the expected sequence length
   // (expected_seq_len of workload_seq_len within the model's context), the block size.
   BudgetRequest batch_request(const ModelSpec& spec, const BatchRule& rule) const;
+  // gpu_batch_rule_for this run's runtime.cuda_graphs and micro-batches.
+  BatchRule gpu_rule() const;
   // These options with the step budget a run chose (both keys > 0), as the stages size their buffers.
   StageOptions with_batch(const BatchBudget& budget) const;
   // cache.kv_cache_dtype fp8 / fp8_e4m3: K and V stored as e4m3 codes with per-tensor scales.

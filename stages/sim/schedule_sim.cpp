@@ -13,6 +13,7 @@
 #include "runtime/engine/batch_budget.h"
 #include "runtime/engine/scheduler.h"
 #include "stages/partitioner.h"
+#include "stages/stage_options.h"
 
 namespace conveyor {
 
@@ -380,14 +381,14 @@ int64_t cpu_kv_blocks(const PartitionPlan& plan, const SimWorkload& w) {
 }
 
 // The workload with the step budget a run takes on `num_blocks` (choose_batch, sequences of input +
-// output tokens; the CPU rule on a CPU cluster).
+// output tokens; the CPU rule on a CPU cluster, on GPUs within the decode graphs' reach).
 SimWorkload resolved_budget(const ModelSpec& spec, const ClusterSpec& cluster, const SimWorkload& w,
-                            int64_t num_blocks) {
+                            int64_t num_blocks, int micro_batches) {
   BudgetRequest request;
   request.user = {w.max_num_seqs, w.max_num_batched_tokens};
   request.seq_len = expected_seq_len(w.input_len + w.output_len, spec.context_len(0));
   request.block_size = w.block_size;
-  request.rule = cluster.cpu() ? cpu_batch_rule() : gpu_batch_rule();
+  request.rule = cluster.cpu() ? cpu_batch_rule() : gpu_batch_rule_for(/*cuda_graphs=*/true, micro_batches);
   const int64_t kv = num_blocks * w.block_size;
   const BatchBudget b = choose_batch(request, [kv](const BatchBudget&) { return kv; }).budget;
   SimWorkload run = w;
@@ -438,7 +439,7 @@ SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, con
     r.stages[s].kv_bytes = static_cast<double>(r.num_blocks) * w.block_size * plan.stages[s].kv_bytes_per_token;
   if (!r.fits) return r;
 
-  const SimWorkload run = resolved_budget(spec, cluster, w, r.num_blocks);
+  const SimWorkload run = resolved_budget(spec, cluster, w, r.num_blocks, M);
   r.max_num_seqs = run.max_num_seqs;
   r.max_num_batched_tokens = run.max_num_batched_tokens;
   pw.batch = run.max_num_seqs;

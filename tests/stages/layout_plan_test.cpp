@@ -117,7 +117,8 @@ TEST(LayoutPlan, WorkloadComesFromTheOptions) {
 
 // scheduler.max_num_seqs auto: the split is the one planned at kAutoPlanningBatch (what the run splits
 // with), and the batch is what the smallest stage's KV room holds of sequences of 2048 tokens, at most
-// the GPU cap; a batch the user sets wins.
+// the GPU cap: with CUDA graphs the decode graphs' reach (256 per micro-batch, 2 micro-batches here),
+// without them 1024; a batch the user sets wins.
 TEST(LayoutPlan, AutoBatchComesFromTheKvRoomOnTheRunsSplit) {
   const ModelSpec spec = llama3_70b();
   StageOptions o;
@@ -134,17 +135,30 @@ TEST(LayoutPlan, AutoBatchComesFromTheKvRoomOnTheRunsSplit) {
     const int64_t kv = plan_kv_tokens(split.partition, o.block_size);
     EXPECT_EQ(p.kv_tokens, kv);
     EXPECT_EQ(p.request.seq_len, 2048);
-    EXPECT_EQ(p.workload.batch, std::min<int64_t>(1024, kv / 2048)) << gib << " GiB";
+    EXPECT_EQ(p.workload.batch, std::min<int64_t>(512, kv / 2048)) << gib << " GiB";
     EXPECT_EQ(p.batch.budget.max_num_seqs, p.workload.batch);
     EXPECT_EQ(p.batch.budget.max_num_batched_tokens, std::max<int64_t>(8192, p.workload.batch));
     EXPECT_FALSE(p.batch.seqs_from_user);
     if (gib < 100) EXPECT_LT(p.workload.batch, 512) << "a small GPU holds fewer sequences";
-    else EXPECT_EQ(p.workload.batch, 1024);
+    else EXPECT_EQ(p.workload.batch, 512);
+    StageOptions eager = o;
+    eager.cuda_graphs = false;
+    EXPECT_EQ(plan_layout(eager, spec, dev).workload.batch, std::min<int64_t>(1024, kv / 2048)) << gib << " GiB";
   }
   o.max_num_seqs = 96;
   const LayoutPlan user = plan_layout(o, spec, DeviceCeilings{});
   EXPECT_EQ(user.workload.batch, 96);
   EXPECT_TRUE(user.batch.seqs_from_user);
+}
+
+// The GPU candidates stop where a micro-batch's decode step would leave the CUDA graphs (256 sequences
+// each), unless graphs are off.
+TEST(LayoutPlan, GpuAutoBatchStaysWithinTheDecodeGraphs) {
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(gpu_batch_rule_for(true, 1).seq_candidates, (V{256, 128, 64, 32, 16, 8, 4, 2, 1}));
+  EXPECT_EQ(gpu_batch_rule_for(true, 3).seq_candidates, (V{768, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1}));
+  EXPECT_EQ(gpu_batch_rule_for(true, 4).seq_candidates.front(), 1024);
+  EXPECT_EQ(gpu_batch_rule_for(false, 1).seq_candidates, gpu_batch_rule().seq_candidates);
 }
 
 // Llama-3-70B at pp 2 x tp 4 split 40/40 (an FP8 choice may move the split itself: compare like with
