@@ -19,7 +19,17 @@ Attention::Attention(const ModelTraits& traits, int layer, WeightBank& w, Commun
 void Attention::forward(Ops& ops, const TensorView& x, const KvLayerView& cache, const TensorView& residual) const {
   Tensor qkv = qkv_.forward(ops, x);
   Tensor attn = ops.empty(x.rows, static_cast<int64_t>(config_.n_heads) * config_.head_dim);
-  ops.qkv_attention(attn.view(), qkv.view(), cache, config_, rope_);
+  KvLayerView view = cache;
+  if (cache.calibrate) {
+    // K before the rotary embedding, which keeps each rotated pair's norm (at most sqrt(2) x amax, inside
+    // e4m3's 448 = 2.24 x 200).
+    const int64_t q_cols = static_cast<int64_t>(config_.n_heads) * config_.head_dim;
+    const int64_t kv_cols = static_cast<int64_t>(config_.n_kv_heads) * config_.head_dim;
+    view.scales = kv_scales_from_amax(ops.abs_max_cols(qkv.view(), q_cols, kv_cols),
+                                      ops.abs_max_cols(qkv.view(), q_cols + kv_cols, kv_cols));
+    *cache.calibrate = view.scales;
+  }
+  ops.qkv_attention(attn.view(), qkv.view(), view, config_, rope_);
   o_.forward_add(ops, attn.view(), residual);
 }
 

@@ -1,6 +1,9 @@
 // The backend-neutral helpers of backend.h.
 #include "stages/backend.h"
 
+#include <vector>
+
+#include "kernels/cpu/add.h"
 #include "runtime/core/error.h"
 
 namespace conveyor {
@@ -39,6 +42,12 @@ void validate_batch(const BatchInfo& b, const char* backend) {
 
 Tensor Ops::adopt_fp8(Fp8HostWeight&& w) {
   CONVEYOR_THROW("this backend has no FP8 linears (weight '", w.name, "'); run without --quantization fp8");
+}
+
+float Ops::abs_max_cols(const TensorView& x, int64_t col, int64_t cols) {
+  std::vector<float> host(static_cast<size_t>(x.numel()));
+  download(x, host.data());
+  return abs_max_cols_ref(host.data(), x.rows, x.cols, col, cols);
 }
 
 void Ops::linear_add(const TensorView& out, const TensorView& x, const TensorView& w) {

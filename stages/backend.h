@@ -115,6 +115,9 @@ struct KvLayerView {
   PagedKvShape shape;
   DType dtype = DType::kF32;
   KvScales scales;  // FP8 only
+  // FP8 only: when set, the attention first takes the scales from this step's K and V
+  // (kv_scales_from_amax), stores them here and uses them (cache.calculate_kv_scales).
+  KvScales* calibrate = nullptr;
   bool fp8() const { return dtype == DType::kU8; }
 };
 
@@ -221,6 +224,9 @@ class Ops {
   // out [tokens, inter] = silu(gate) * up of gate_up [tokens, 2 * inter] (gate | up).
   virtual void silu_mul(const TensorView& out, const TensorView& gate_up) = 0;
   virtual void add(const TensorView& out, const TensorView& a, const TensorView& b) = 0;  // may alias
+  // max |x[r, c]| over every row r and c in [col, col + cols), on the host (waits for the device). Not
+  // in a graph capture. The default downloads x.
+  virtual float abs_max_cols(const TensorView& x, int64_t col, int64_t cols);
   // out[i] = x[batch().logit_rows[i]].
   virtual void gather_logit_rows(const TensorView& out, const TensorView& x) = 0;
 

@@ -2,7 +2,9 @@
 // that was never written is deterministic.
 #include "stages/kv_cache.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <utility>
@@ -27,17 +29,41 @@ std::string kv_dtype_label(DType storage) {
   return storage == DType::kU8 ? "fp8_e4m3" : dtype_name(storage);
 }
 
-std::string describe_kv_cache(const KvCache& cache, int layers_with_scales) {
+std::string describe_kv_cache(const KvCache& cache, int layers_with_scales, bool calculated) {
   const std::string layers = std::to_string(layers_with_scales) + " of " + std::to_string(cache.num_layers()) +
                              " layers";
   if (!cache.fp8()) {
+    if (calculated) return "KV cache: " + kv_dtype_label(cache.dtype()) + "; --calculate-kv-scales has no effect "
+                           "(scales are for --kv-cache-dtype fp8)";
     if (layers_with_scales == 0) return "";
     return "KV cache: " + kv_dtype_label(cache.dtype()) + "; the checkpoint's k_scale/v_scale (" + layers +
            ") are unused (--kv-cache-dtype fp8 stores e4m3 with them)";
   }
+  if (calculated)
+    return std::string("KV cache: fp8_e4m3, per-tensor k/v scales calculated from the first step's K and V (amax / "
+                       "200, amax / 100; --calculate-kv-scales)") +
+           (layers_with_scales > 0 ? ", not the checkpoint's k_scale/v_scale (" + layers + ")" : "");
   if (layers_with_scales == 0)
     return "KV cache: fp8_e4m3, per-tensor k/v scales 1.0 (the checkpoint has no k_scale/v_scale; as vLLM does)";
   return "KV cache: fp8_e4m3, per-tensor k/v scales from the checkpoint's k_scale/v_scale (" + layers + ")";
+}
+
+std::string describe_calculated_kv_scales(const KvCache& cache, int64_t step) {
+  float k_lo = INFINITY, k_hi = 0, v_lo = INFINITY, v_hi = 0;
+  for (int l = cache.first_layer(); l < cache.first_layer() + cache.num_layers(); ++l) {
+    const KvScales& s = cache.scales(l);
+    k_lo = std::min(k_lo, s.k), k_hi = std::max(k_hi, s.k), v_lo = std::min(v_lo, s.v), v_hi = std::max(v_hi, s.v);
+  }
+  char line[200];
+  std::snprintf(line, sizeof line, "KV scales calculated at step %lld for layers %d-%d: k %.4g .. %.4g, v %.4g .. %.4g",
+                static_cast<long long>(step), cache.first_layer(), cache.first_layer() + cache.num_layers() - 1, k_lo,
+                k_hi, v_lo, v_hi);
+  return line;
+}
+
+KvScales kv_scales_from_amax(float k_amax, float v_amax) {
+  auto scale = [](float amax, float range) { return std::isfinite(amax) && amax > 0 ? amax / range : 1.f; };
+  return KvScales{scale(k_amax, kKvScaleKRange), scale(v_amax, kKvScaleVRange)};
 }
 
 KvCache::KvCache(int first_layer, int num_layers, const PagedKvShape& shape, DType dtype)

@@ -32,7 +32,15 @@ class KvCache;
 // The start-up line about a stage's KV cache and its scales, given how many of its layers had
 // k_scale/v_scale in the checkpoint: where an FP8 cache's scales come from (the checkpoint, else 1.0
 // like vLLM), or that a checkpoint's scales go unused by a 16-bit cache; "" for a plain cache.
-std::string describe_kv_cache(const KvCache& cache, int layers_with_scales);
+// calculated: cache.calculate_kv_scales is on (the first step's K and V give the scales).
+std::string describe_kv_cache(const KvCache& cache, int layers_with_scales, bool calculated = false);
+// After the first step with cache.calculate_kv_scales: the layers' range of k and v scales, one line.
+std::string describe_calculated_kv_scales(const KvCache& cache, int64_t step);
+
+// cache.calculate_kv_scales: a layer's scales from the largest |K| and |V| of its first step, as vLLM's
+// --calculate-kv-scales (K to 200 of e4m3's 448, V to 100); a zero (or non-finite) amax keeps 1.0.
+constexpr float kKvScaleKRange = 200.f, kKvScaleVRange = 100.f;
+KvScales kv_scales_from_amax(float k_amax, float v_amax);
 
 class KvCache {
  public:

@@ -90,6 +90,10 @@ void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words,
   }
   const int64_t m1 = ops_->mark(ops_->stream());
   add_device_span(plan.step, Phase::kGpuCompute, m0, m1, static_cast<int64_t>(plan.num_tokens()));
+  if (!kv_scales_reported_ && model_->kv_scales_calculated()) {
+    kv_scales_reported_ = true;
+    if (stage_ == 0 && tp_rank_ == 0) spdlog::info("{}", describe_calculated_kv_scales(*cache_, plan.step));
+  }
   StepResult result;
   if (samples) {
     const StepStamps::Span span(stamps_.get(), plan.step, "sample");
@@ -471,6 +475,7 @@ PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& mode
                                                 opt.kv_fp8(), me.stage, layout.pipeline, links,
                                                 std::move(backend_parts.sampler));
   // Stage 0's layers speak for all: a checkpoint has KV scales for every layer or none.
+  parts.stage->set_calculate_kv_scales(opt.calculate_kv_scales);
   const std::string kv_line = parts.stage->kv_cache_line();
   if (world.rank() == 0 && !kv_line.empty()) spdlog::info("{}", kv_line);
   parts.stage->set_cuda_graphs(opt.cuda_graphs);

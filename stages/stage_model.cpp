@@ -85,7 +85,9 @@ StageModel::StageModel(const ModelSpec& spec, const WeightShare& share, WeightSe
 }
 
 KvLayerView StageModel::kv_view(int layer) const {
-  return KvLayerView{cache_.k_data(layer), cache_.v_data(layer), cache_.shape(), cache_.dtype(), cache_.scales(layer)};
+  KvLayerView v{cache_.k_data(layer), cache_.v_data(layer), cache_.shape(), cache_.dtype(), cache_.scales(layer)};
+  if (kv_scales_pending_) v.calibrate = &calculated_.at(static_cast<size_t>(layer - cache_.first_layer()));
+  return v;
 }
 
 Tensor StageModel::run(const StepPlan& plan, const Tensor& input, Tensor* logits) {
@@ -93,6 +95,7 @@ Tensor StageModel::run(const StepPlan& plan, const Tensor& input, Tensor* logits
   run_begin_s_ = stamps_ ? stamps_->now() : 0;
   BatchInfo b = make_batch_info(plan, cache_.shape().block_size, is_first());
   const bool tp_capturable = tp_ == nullptr || tp_->capturable();
+  if (kv_scales_pending_) return run_calculating_kv_scales(b, input, logits);
   if (graphs_on_ && tp_capturable && ops_.supports_graphs() && DecodeGraphs::is_pure_decode(plan) &&
       plan.num_score_rows() == 0 && ops_.graph_safe(b)) {
     const int bucket = DecodeGraphs::bucket_for(b.num_seqs());
@@ -101,6 +104,19 @@ Tensor StageModel::run(const StepPlan& plan, const Tensor& input, Tensor* logits
   ops_.set_batch(b);
   stamp_metadata();
   return forward_layers(input, logits);
+}
+
+// The first step with cache.calculate_kv_scales: eager (the attention reads K and V back to the host),
+// each layer's scales calculated from its own K and V before they are stored, then kept by the cache.
+Tensor StageModel::run_calculating_kv_scales(const BatchInfo& b, const Tensor& input, Tensor* logits) {
+  calculated_.assign(static_cast<size_t>(cache_.num_layers()), KvScales{});
+  ops_.set_batch(b);
+  stamp_metadata();
+  Tensor hidden = forward_layers(input, logits);
+  kv_scales_pending_ = false;
+  for (int i = 0; i < cache_.num_layers(); ++i) cache_.set_scales(cache_.first_layer() + i, calculated_[static_cast<size_t>(i)]);
+  kv_scales_calculated_ = true;
+  return hidden;
 }
 
 Tensor StageModel::forward_layers(const Tensor& input, Tensor* logits) {

@@ -55,12 +55,18 @@ class StageModel {
   size_t num_graphs() const { return graphs_.size(); }
   // Layers whose per-tensor K/V scales came from the checkpoint (an FP8 cache uses 1.0 for the others).
   int kv_scaled_layers() const { return kv_scaled_layers_; }
+  // cache.calculate_kv_scales (an FP8 cache only): the next run() takes every layer's scales from its own
+  // K and V (kv_scales_from_amax), eagerly, and the cache keeps them for every later step.
+  void calculate_kv_scales() { kv_scales_pending_ = cache_.fp8(); }
+  // Whether a run() has calculated the scales (then cache().scales(l) are they).
+  bool kv_scales_calculated() const { return kv_scales_calculated_; }
 
  private:
   KvLayerView kv_view(int layer) const;
   // The stage's layers (and head) over the batch of the last set_batch.
   Tensor forward_layers(const Tensor& input, Tensor* logits);
   Tensor run_decode_graph(const BatchInfo& b, int bucket, const Tensor& input, Tensor* logits);
+  Tensor run_calculating_kv_scales(const BatchInfo& b, const Tensor& input, Tensor* logits);
 
   ModelTraits traits_;
   WeightShare share_;
@@ -83,6 +89,8 @@ class StageModel {
   }
   DecodeGraphs graphs_;
   int kv_scaled_layers_ = 0;
+  bool kv_scales_pending_ = false, kv_scales_calculated_ = false;
+  mutable std::vector<KvScales> calculated_;  // per layer, filled by the attention of a pending run
 };
 
 }  // namespace conveyor

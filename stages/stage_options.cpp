@@ -39,6 +39,7 @@ StageOptions StageOptions::from_config(const Config& c) {
   o.gpu_memory_utilization = c.get_float("cache.gpu_memory_utilization");
   o.gpu_memory_utilization_per_rank = c.get_float("cache.gpu_memory_utilization_per_rank");
   o.kv_cache_dtype = c.get_string("cache.kv_cache_dtype");
+  o.calculate_kv_scales = c.get_bool("cache.calculate_kv_scales");
   check_kv_cache_dtype(o.kv_cache_dtype);
   o.quantization = c.get_string("model.quantization");
   o.dtype = c.get_string("model.dtype");

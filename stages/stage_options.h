@@ -39,6 +39,7 @@ struct StageOptions {
   double gpu_memory_utilization = 0.9;  // cache.gpu_memory_utilization
   double gpu_memory_utilization_per_rank = 0;  // cache.gpu_memory_utilization_per_rank (0: unset)
   std::string kv_cache_dtype = "auto";  // cache.kv_cache_dtype (fp8_e5m2 and other FP8 flavours refused)
+  bool calculate_kv_scales = false;     // cache.calculate_kv_scales
   // model.*
   std::string dtype = "auto";  // model.dtype (CUDA backend)
   int64_t max_model_len = 0;   // model.max_model_len (0: the model's context length)

@@ -1,5 +1,6 @@
 // Element-wise additions used around the decoder layer: residual adds, bias adds and the sum of
-// partial results (e.g. vocab-parallel shards on the CPU transport).
+// partial results (e.g. vocab-parallel shards on the CPU transport); and the largest magnitude in a band
+// of columns (the K or V part of a fused projection, for FP8 KV scales).
 #pragma once
 
 namespace conveyor {
@@ -16,5 +17,9 @@ void add_inplace_ref(float* acc,      // [n]
 void add_bias_ref(float* x,           // [rows, cols]
                   const float* bias,  // [cols]
                   int rows, int cols);
+
+// max |x[r, c]| over every row r and c in [col, col + cols); 0 for no rows. NaN is skipped.
+float abs_max_cols_ref(const float* x,  // [rows, width]
+                       long long rows, long long width, long long col, long long cols);
 
 }  // namespace conveyor

@@ -2,6 +2,8 @@
 // sizes allow it (add, gather); the rest is scalar because these ops are small next to the GEMMs.
 #include "kernels/cuda/elementwise.h"
 
+#include <algorithm>
+
 #include "kernels/cuda/dense_vec.cuh"
 #include "runtime/core/cuda_check.h"
 
@@ -51,6 +53,21 @@ __global__ void convert_kernel(D* __restrict__ dst, const S* __restrict__ src, i
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     dst[i] = from_f32<D>(to_f32(src[i]));
   }
+}
+
+// One block per grid-stride share of rows; a warp-level max, then one atomicMax per warp on the bits.
+template <typename T>
+__global__ void abs_max_cols_kernel(uint32_t* out, const T* __restrict__ x, int64_t rows, int64_t width, int64_t col,
+                                    int64_t cols) {
+  float m = 0.f;
+  const int64_t total = rows * cols;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const float a = fabsf(to_f32(x[(i / cols) * width + col + i % cols]));
+    m = a > m ? a : m;  // NaN compares false and is skipped
+  }
+  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  if ((threadIdx.x & 31) == 0) atomicMax(out, __float_as_uint(m));
 }
 
 template <typename Y, typename B>
@@ -147,6 +164,20 @@ void add_bias_cuda(void* y, DType y_t, const void* bias, DType bias_t, int64_t r
   CONVEYOR_CHECK(y != nullptr && bias != nullptr, "add_bias_cuda: null device pointer");
   CONVEYOR_DISPATCH_FLOAT(y_t, "add_bias_cuda (y)", true,
                           add_bias_from<T>(static_cast<T*>(y), bias, bias_t, rows, cols, s));
+}
+
+void abs_max_cols_cuda(uint32_t* out, const void* x, int64_t rows, int64_t width, int64_t col, int64_t cols, DType dt,
+                       cudaStream_t s) {
+  CONVEYOR_CHECK(rows >= 0 && cols >= 0 && col >= 0 && col + cols <= width, "abs_max_cols_cuda: columns [", col,
+                 ", +", cols, ") of a width of ", width);
+  if (rows == 0 || cols == 0) return;
+  CONVEYOR_CHECK(out != nullptr && x != nullptr, "abs_max_cols_cuda: null device pointer");
+  const int64_t total = rows * cols;
+  const int blocks = static_cast<int>(std::min<int64_t>((total + kThreads - 1) / kThreads, 1024));
+  CONVEYOR_DISPATCH_FLOAT(dt, "abs_max_cols_cuda", true,
+                          abs_max_cols_kernel<T><<<blocks, kThreads, 0, s>>>(out, static_cast<const T*>(x), rows, width,
+                                                                             col, cols));
+  CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace conveyor

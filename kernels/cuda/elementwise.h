@@ -1,6 +1,6 @@
 // Small element-wise GPU ops around the decoder layer: add, row gather (last token of each
 // sequence before the LM head), dtype conversion and a bias add for GEMMs whose bias the cuBLASLt
-// epilogue cannot take. Enqueue only; device pointers; every result is computed in fp32 and
+// epilogue cannot take, and the largest magnitude in a band of columns (FP8 KV scales). Enqueue only; device pointers; every result is computed in fp32 and
 // rounded once to the output type.
 #pragma once
 
@@ -29,5 +29,11 @@ void convert_cuda(void* dst, DType dst_t, const void* src, DType src_t, int64_t 
 void add_bias_cuda(void* y, DType y_t,           // [rows, cols]
                    const void* bias, DType bias_t,  // [cols]
                    int64_t rows, int64_t cols, cudaStream_t s);
+
+// *out = max |x[r, c]| over every row and c in [col, col + cols), as the bits of a non-negative float
+// (which order like uint32). *out must hold 0 before the launch (cudaMemsetAsync); NaN is skipped.
+// dt: kBF16, kF16 or kF32.
+void abs_max_cols_cuda(uint32_t* out, const void* x, int64_t rows, int64_t width, int64_t col, int64_t cols, DType dt,
+                       cudaStream_t s);
 
 }  // namespace conveyor

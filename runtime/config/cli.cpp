@@ -40,7 +40,9 @@ const std::vector<ConfigFlag>& config_flags() {
 void add_config_options(po::options_description* desc) {
   desc->add_options()("config", po::value<std::string>(), "YAML config file (see configs/)")(
       "set", po::value<std::vector<std::string>>()->composing(), "override any key: --set parallel.pipeline=4")(
-      "enforce-eager", "run every step eagerly, no CUDA graphs (vLLM's flag) [runtime.cuda_graphs = false]");
+      "enforce-eager", "run every step eagerly, no CUDA graphs (vLLM's flag) [runtime.cuda_graphs = false]")(
+      "calculate-kv-scales",
+      "FP8 KV cache: k/v scales from the first step's K and V (vLLM's flag) [cache.calculate_kv_scales = true]");
   for (const auto& f : config_flags()) {
     const KeySpec* spec = find_key_spec(f.key);
     CONVEYOR_CHECK(spec != nullptr, "flag --", f.flag, " maps to unknown key ", f.key);
@@ -55,6 +57,7 @@ Config config_from_options(const po::variables_map& vm) {
   for (const auto& f : config_flags())
     if (vm.count(f.flag)) cfg.set(f.key, vm[f.flag].as<std::string>(), "--" + f.flag);
   if (vm.count("enforce-eager")) cfg.set("runtime.cuda_graphs", "false", "--enforce-eager");
+  if (vm.count("calculate-kv-scales")) cfg.set("cache.calculate_kv_scales", "true", "--calculate-kv-scales");
   if (vm.count("set")) {
     for (const auto& kv : vm["set"].as<std::vector<std::string>>()) {
       auto eq = kv.find('=');

@@ -85,6 +85,9 @@ std::vector<KeySpec> engine_keys() {
                  "KV cache dtype: auto = the model dtype; fp8 = fp8_e4m3 codes with per-tensor k/v scales (the "
                  "checkpoint's k_scale/v_scale, else 1.0); fp8_e5m2, fp8_inc, fp8_ds_mla are refused"),
              {"auto", "bfloat16", "float16", "float32", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"}),
+      key("cache.calculate_kv_scales", VT::kBool, "false",
+          "FP8 KV cache: each layer's k/v scales from the first step's K and V (amax / 200, amax / 100, as vLLM's "
+          "--calculate-kv-scales) instead of the checkpoint's or 1.0"),
       ranged(key("cache.num_blocks", VT::kInt, "0", "KV blocks per rank (0: from memory)"), 0, 1ll << 32),
       ranged(key("cache.cpu_kv_cache_space", VT::kFloat, "4", "GiB of host memory for KV on the CPU backend"),
              0.0, kInf, true),

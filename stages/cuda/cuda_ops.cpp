@@ -241,6 +241,16 @@ class CudaOps final : public Ops {
     silu_mul_cuda(out.data, gate_up.data, out.rows, out.cols, dt_, stream_);
   }
 
+  float abs_max_cols(const TensorView& x, int64_t col, int64_t cols) override {
+    check_view(x, dt_, "abs_max_cols", "x");
+    Tensor bits = empty(1, 1, DType::kF32);  // the float's bits, which order like uint32 for |x|
+    CONVEYOR_CUDA_CHECK(cudaMemsetAsync(bits.view().data, 0, sizeof(float), stream_));
+    abs_max_cols_cuda(static_cast<uint32_t*>(bits.view().data), x.data, x.rows, x.cols, col, cols, x.dtype, stream_);
+    float m = 0;
+    download(bits.view(), &m);
+    return m;
+  }
+
   void add(const TensorView& out, const TensorView& a, const TensorView& b) override {
     check_shape(out, out.rows, out.cols, dt_, "add", "out");
     check_shape(a, out.rows, out.cols, dt_, "add", "a");

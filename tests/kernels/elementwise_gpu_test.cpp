@@ -1,9 +1,10 @@
-// add_cuda, gather_rows_cuda, convert_cuda and add_bias_cuda against the CPU twins (kernels/cpu/add.h)
+// add_cuda, gather_rows_cuda, convert_cuda, add_bias_cuda and abs_max_cols_cuda against the CPU twins (kernels/cpu/add.h)
 // or the plain formula, random inputs rounded to the storage type, every element checked.
 #include "kernels/cuda/elementwise.h"
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <vector>
 
 #include "kernels/cpu/add.h"
@@ -106,6 +107,26 @@ TEST(AddBiasGpu, AddsBiasToEveryRow) {
   }
 }
 
+// The largest |x| of a band of columns (a fused projection's K or V part): exactly the twin's, the largest
+// element planted in the band (positive or negative) and a larger one outside it, which must not count.
+TEST(AbsMaxColsGpu, MatchesCpuTwin) {
+  for (DType dt : kFloatTypes) {
+    for (auto [rows, width, col, cols] : {std::array<int64_t, 4>{1, 24, 8, 8}, {37, 768, 512, 128}, {4096, 1536, 1024, 256}}) {
+      auto x = random_floats(static_cast<size_t>(rows * width), rows + width, -3.f, 3.f);
+      x[static_cast<size_t>((rows / 2) * width + col + cols - 1)] = rows % 2 ? 7.5f : -7.5f;
+      x[static_cast<size_t>((rows - 1) * width + (col > 0 ? col - 1 : col + cols))] = 100.f;
+      x = round_all(x, dt);
+      const float want = abs_max_cols_ref(x.data(), rows, width, col, cols);
+      ASSERT_EQ(want, 7.5f);
+      auto dx = upload(x, dt);
+      TestBuffer out(sizeof(uint32_t));
+      CONVEYOR_CUDA_CHECK(cudaMemset(out.get(), 0, sizeof(uint32_t)));
+      abs_max_cols_cuda(out.as<uint32_t>(), dx.get(), rows, width, col, cols, dt, nullptr);
+      EXPECT_EQ(download(out.get(), 1, DType::kF32)[0], want) << dtype_name(dt) << " rows " << rows;
+    }
+  }
+}
+
 TEST(ElementwiseGpu, RejectsBadArguments) {
   TestBuffer buf(64);
   EXPECT_THROW(add_cuda(buf.get(), buf.get(), buf.get(), 4, DType::kI32, nullptr), Error);
@@ -113,6 +134,7 @@ TEST(ElementwiseGpu, RejectsBadArguments) {
   EXPECT_THROW(gather_rows_cuda(buf.get(), buf.get(), buf.as<int32_t>(), 1, 4, DType::kU8, nullptr), Error);
   EXPECT_THROW(convert_cuda(buf.get(), DType::kI64, buf.get(), DType::kF32, 4, nullptr), Error);
   EXPECT_THROW(convert_cuda(buf.get(), DType::kBF16, buf.get(), DType::kF32, 4, nullptr), Error);  // aliasing
+  EXPECT_THROW(abs_max_cols_cuda(buf.as<uint32_t>(), buf.get(), 2, 8, 4, 8, DType::kF32, nullptr), Error);  // past the row
 }
 
 }  // namespace

@@ -51,6 +51,8 @@ class ModelDriver : public ModelHarness {
   }
   void release(int64_t id) override { book_.release(id); }
   const KvCache& kv_cache() const { return *cache_; }
+  // cache.calculate_kv_scales: the next step's K and V give the FP8 cache's scales.
+  void calculate_kv_scales() { model_->calculate_kv_scales(); }
 
   StepOutput step(StepPlan plan) override {
     StepOutput out;
