@@ -4,15 +4,7 @@
 # when it is large, fewer on a small pool, which then needs no preemption), --max-num-seqs wins and is
 # named as the user's, `conveyor generate` without a workload takes the fallback length, a 2-stage
 # pipeline agrees one budget (one line, on rank 0), and `conveyor plan` says the batch it costs.
-set -u
-bin=$1
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-model="$here/../data/goldens/llama_deep"
-configs="$here/../../configs/models"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-mpi="mpirun --oversubscribe -x OMPI_MCA_btl_vader_single_copy_mechanism=none"
+source "$(dirname "${BASH_SOURCE[0]}")/golden.bash"
 
 # bench <name> <launcher ("" or mpirun ...)> <flags...>: a small throughput run (16 in / 8 out: 24 tokens,
 # two blocks of 16 each) into $tmp/<name>.json, its stderr in $tmp/<name>.err.

@@ -3,14 +3,7 @@
 # latency on one rank, a KV pool small enough to force preemptions, and `plan --compare` on Llama-3-70B.
 # Every JSON is parsed and its fields checked for presence and consistency (token sums, rates = tokens
 # / elapsed, busy + send + bubble = 100 per stage, lengths inside the random range).
-set -u
-bin=$1
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-model="$here/../data/goldens/llama_deep"
-configs="$here/../../configs/models"
-tmp=$(mktemp -d)
-fail=0
-mpi="mpirun --oversubscribe -x OMPI_MCA_btl_vader_single_copy_mechanism=none"
+source "$(dirname "${BASH_SOURCE[0]}")/golden.bash"
 
 # --- throughput, pp=2 over 2 ranks --------------------------------------------------------------------
 out=$(timeout 300 $mpi -np 2 "$bin" bench throughput --model "$model" --input-len 16 --output-len 8 \

@@ -1,12 +1,7 @@
 #!/usr/bin/env bash
 # Data-parallel replicas: a batch job over -dp 2 (2 ranks) and -dp 2 -pp 2 (4 ranks) splits the requests
 # between the replicas (each finishes some) and writes the same greedy tokens as one rank, once each.
-set -u
-bin=$1
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-model="$here/../data/goldens/llama_deep"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/golden.bash"
 python3 - > "$tmp/in.jsonl" <<'PY'
 import json
 for i in range(24):
