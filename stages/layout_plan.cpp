@@ -100,8 +100,7 @@ LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const Dev
   p.partition = plan_partition(spec, p.workload, dev, opt.partition);
   p.request = opt.batch_request(spec, dev.measured.dtype_bytes == 4 ? cpu_batch_rule() : opt.gpu_rule());
   p.kv_tokens = opt.num_blocks > 0 ? opt.num_blocks * opt.block_size : plan_kv_tokens(p.partition, opt.block_size);
-  const int64_t kv = p.kv_tokens;
-  p.batch = choose_batch(p.request, [kv](const BatchBudget&) { return kv; });
+  p.batch = choose_batch(p.request, p.kv_tokens);
   if (p.batch.budget.max_num_seqs != p.workload.batch) {
     p.workload.batch = p.batch.budget.max_num_seqs;
     p.partition = plan_partition(spec, p.workload, dev, p.layer_counts());

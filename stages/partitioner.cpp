@@ -14,6 +14,7 @@
 #include "runtime/model/weights_layout.h"
 #include "stages/decode_buckets.h"
 #include "stages/kv_cache.h"
+#include "stages/stage_options.h"
 
 namespace conveyor {
 
@@ -394,16 +395,16 @@ int64_t plan_kv_tokens(const PartitionPlan& plan, int block_size) {
 namespace {
 
 // The plan of a compare workload: with an auto batch, split at kAutoPlanningBatch as the run does, then
-// cost the batch the run would choose on that split's KV room (sequences of input + output tokens).
+// cost the batch the run would choose on that split's KV room (sequences of input + output tokens, the
+// GPU rule within the decode graphs' reach, as a run with CUDA graphs takes it).
 PartitionPlan compare_plan(const ModelSpec& s, const CompareWorkload& cw, const DeviceCeilings& dev, Workload* w) {
   w->batch = cw.batch > 0 ? cw.batch : kAutoPlanningBatch;
   PartitionPlan plan = plan_partition(s, *w, dev, {});  // the split the runtime uses
   if (cw.batch > 0) return plan;
   BudgetRequest r;
   r.seq_len = cw.input_len + cw.output_len;
-  r.rule = gpu_batch_rule();
-  const int64_t kv = plan_kv_tokens(plan, r.block_size);
-  w->batch = choose_batch(r, [kv](const BatchBudget&) { return kv; }).budget.max_num_seqs;
+  r.rule = gpu_batch_rule_for(/*cuda_graphs=*/true, micro_batches_for(cw.micro_batches, w->pipeline));
+  w->batch = choose_batch(r, plan_kv_tokens(plan, r.block_size)).budget.max_num_seqs;
   std::vector<int64_t> counts;
   for (const StageCost& c : plan.stages) counts.push_back(c.last_layer - c.first_layer);
   return plan_partition(s, *w, dev, counts);

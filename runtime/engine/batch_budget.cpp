@@ -84,6 +84,10 @@ BatchChoice choose_batch(const BudgetRequest& r, const KvTokensFor& kv_tokens) {
   return c;
 }
 
+BatchChoice choose_batch(const BudgetRequest& r, int64_t kv_tokens) {
+  return choose_batch(r, [kv_tokens](const BatchBudget&) { return kv_tokens; });
+}
+
 std::string describe_batch(const BatchChoice& c, const BudgetRequest& r, int64_t kv_tokens) {
   auto part = [](const char* name, int64_t v, bool user) {
     return std::string(name) + " " + std::to_string(v) + (user ? " (your value)" : "");

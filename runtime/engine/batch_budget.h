@@ -57,6 +57,8 @@ using KvTokensFor = std::function<int64_t(const BatchBudget& budget)>;
 // below the next larger candidate; 1 when even one does not fit. Auto max_num_batched_tokens is
 // max(rule.token_budget, max_num_seqs).
 BatchChoice choose_batch(const BudgetRequest& request, const KvTokensFor& kv_tokens);
+// The same where the KV room does not depend on the budget (the CPU's pool, cache.num_blocks, a plan).
+BatchChoice choose_batch(const BudgetRequest& request, int64_t kv_tokens);
 
 // The start-up line: "batch from memory: max_num_seqs 384, max_num_batched_tokens 8192 (KV holds 786,432
 // tokens = 384 sequences of 2,048; set --max-num-seqs to override)", naming a value the user set as

@@ -70,7 +70,7 @@ SchedulerConfig resolved(SchedulerConfig c, const ModelRunner& runner, int64_t m
   r.block_size = runner.block_size();
   r.rule = cpu_batch_rule();
   const int64_t kv_tokens = static_cast<int64_t>(runner.num_kv_blocks()) * runner.block_size();
-  const BatchBudget b = choose_batch(r, [kv_tokens](const BatchBudget&) { return kv_tokens; }).budget;
+  const BatchBudget b = choose_batch(r, kv_tokens).budget;
   c.max_num_seqs = b.max_num_seqs;
   c.max_num_batched_tokens = b.max_num_batched_tokens;
   return c;

@@ -109,10 +109,7 @@ DType cuda_model_dtype(const std::string& d) {
 BatchChoice choose_cuda_batch(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share,
                               const WeightSet& weights, const PagedKvShape& kv, bool samples,
                               const CudaPlacement& place, const BudgetRequest& request) {
-  if (opt.num_blocks > 0) {
-    const int64_t tokens = static_cast<int64_t>(opt.num_blocks) * kv.block_size;
-    return choose_batch(request, [tokens](const BatchBudget&) { return tokens; });
-  }
+  if (opt.num_blocks > 0) return choose_batch(request, static_cast<int64_t>(opt.num_blocks) * kv.block_size);
   const DType dt = cuda_model_dtype(opt.dtype);
   const size_t elem = dtype_size(dt);
   const int layers = std::max(1, static_cast<int>(share.last_layer - share.first_layer));

@@ -389,8 +389,7 @@ SimWorkload resolved_budget(const ModelSpec& spec, const ClusterSpec& cluster, c
   request.seq_len = expected_seq_len(w.input_len + w.output_len, spec.context_len(0));
   request.block_size = w.block_size;
   request.rule = cluster.cpu() ? cpu_batch_rule() : gpu_batch_rule_for(/*cuda_graphs=*/true, micro_batches);
-  const int64_t kv = num_blocks * w.block_size;
-  const BatchBudget b = choose_batch(request, [kv](const BatchBudget&) { return kv; }).budget;
+  const BatchBudget b = choose_batch(request, num_blocks * w.block_size).budget;
   SimWorkload run = w;
   run.max_num_seqs = b.max_num_seqs;
   run.max_num_batched_tokens = b.max_num_batched_tokens;
