@@ -57,7 +57,7 @@ std::unique_ptr<LocalModelRunner> make_cpu_model_runner(const StageOptions& opt,
   auto runner = std::make_unique<CpuModelRunner>(spec, std::move(weights),
                                                  cpu_kv_blocks(opt, static_cast<int>(spec.layers), kv, spec.source),
                                                  opt.block_size, nullptr, opt.kv_fp8());
-  runner->set_calculate_kv_scales(opt.calculate_kv_scales);
+  if (opt.calculate_kv_scales) runner->calculate_kv_scales();
   const std::string kv_line = runner->kv_cache_line();
   if (!kv_line.empty()) spdlog::info("{}", kv_line);
   return runner;

@@ -29,18 +29,12 @@ class CpuModelRunner final : public LocalModelRunner {
   void forward(const StepPlan& plan, std::vector<float>* logits) override;
   const KvCache& kv_cache() const { return *cache_; }
   // describe_kv_cache of the runner's cache ("" for a plain one).
-  std::string kv_cache_line() const {
-    return describe_kv_cache(*cache_, stage_->kv_scaled_layers(), calculate_kv_scales_);
-  }
+  std::string kv_cache_line() const { return stage_->kv_cache_line(); }
   // cache.calculate_kv_scales (StageModel::calculate_kv_scales).
-  void set_calculate_kv_scales(bool on) {
-    calculate_kv_scales_ = on;
-    if (on) stage_->calculate_kv_scales();
-  }
+  void calculate_kv_scales() { stage_->calculate_kv_scales(); }
 
  private:
   ModelSpec spec_;
-  bool calculate_kv_scales_ = false;
   std::unique_ptr<Ops> ops_;
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<StageModel> stage_;

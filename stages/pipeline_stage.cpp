@@ -379,8 +379,7 @@ BackendParts cpu_backend_parts(const StageOptions& opt, const ModelSpec& spec, c
   p.ops = make_cpu_ops();
   p.blocks = cpu_kv_blocks(opt, static_cast<int>(share.last_layer - share.first_layer), kv, share.describe());
   const int64_t tokens = static_cast<int64_t>(p.blocks) * kv.block_size;
-  p.batch = agreed_batch(
-      choose_batch(opt.batch_request(spec, cpu_batch_rule()), [tokens](const BatchBudget&) { return tokens; }));
+  p.batch = agreed_batch(choose_batch(opt.batch_request(spec, cpu_batch_rule()), tokens));
   return p;
 }
 
@@ -475,7 +474,7 @@ PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& mode
                                                 opt.kv_fp8(), me.stage, layout.pipeline, links,
                                                 std::move(backend_parts.sampler));
   // Stage 0's layers speak for all: a checkpoint has KV scales for every layer or none.
-  parts.stage->set_calculate_kv_scales(opt.calculate_kv_scales);
+  if (opt.calculate_kv_scales) parts.stage->calculate_kv_scales();
   const std::string kv_line = parts.stage->kv_cache_line();
   if (world.rank() == 0 && !kv_line.empty()) spdlog::info("{}", kv_line);
   parts.stage->set_cuda_graphs(opt.cuda_graphs);

@@ -55,15 +55,10 @@ class PipelineStage {
   int num_kv_blocks() const { return cache_->shape().num_blocks; }
   int block_size() const { return cache_->shape().block_size; }
   // The start-up line on this stage's KV cache and its scales (describe_kv_cache; "" for a plain one).
-  std::string kv_cache_line() const {
-    return describe_kv_cache(*cache_, model_->kv_scaled_layers(), calculate_kv_scales_);
-  }
+  std::string kv_cache_line() const { return model_->kv_cache_line(); }
   // cache.calculate_kv_scales: the first step's K and V give the FP8 cache's scales (StageModel); the
   // leader logs them after that step.
-  void set_calculate_kv_scales(bool on) {
-    calculate_kv_scales_ = on;
-    if (on) model_->calculate_kv_scales();
-  }
+  void calculate_kv_scales() { model_->calculate_kv_scales(); }
   int num_stages() const { return num_stages_; }
   int stage() const { return stage_; }
   // The spans so far; device spans are read (waiting for the device) on each call.
@@ -141,7 +136,7 @@ class PipelineStage {
     int64_t begin, end;
   };
   std::unique_ptr<StepStamps> stamps_;
-  bool calculate_kv_scales_ = false, kv_scales_reported_ = false;
+  bool kv_scales_reported_ = false;
   std::vector<DeviceStamp> device_stamps_;
 };
 

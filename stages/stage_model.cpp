@@ -95,27 +95,20 @@ Tensor StageModel::run(const StepPlan& plan, const Tensor& input, Tensor* logits
   run_begin_s_ = stamps_ ? stamps_->now() : 0;
   BatchInfo b = make_batch_info(plan, cache_.shape().block_size, is_first());
   const bool tp_capturable = tp_ == nullptr || tp_->capturable();
-  if (kv_scales_pending_) return run_calculating_kv_scales(b, input, logits);
-  if (graphs_on_ && tp_capturable && ops_.supports_graphs() && DecodeGraphs::is_pure_decode(plan) &&
+  // A step that calculates KV scales runs eagerly: the attention reads K and V back to the host.
+  if (!kv_scales_pending_ && graphs_on_ && tp_capturable && ops_.supports_graphs() && DecodeGraphs::is_pure_decode(plan) &&
       plan.num_score_rows() == 0 && ops_.graph_safe(b)) {
     const int bucket = DecodeGraphs::bucket_for(b.num_seqs());
     if (bucket > 0) return run_decode_graph(b, bucket, input, logits);
   }
   ops_.set_batch(b);
   stamp_metadata();
-  return forward_layers(input, logits);
-}
-
-// The first step with cache.calculate_kv_scales: eager (the attention reads K and V back to the host),
-// each layer's scales calculated from its own K and V before they are stored, then kept by the cache.
-Tensor StageModel::run_calculating_kv_scales(const BatchInfo& b, const Tensor& input, Tensor* logits) {
-  calculated_.assign(static_cast<size_t>(cache_.num_layers()), KvScales{});
-  ops_.set_batch(b);
-  stamp_metadata();
   Tensor hidden = forward_layers(input, logits);
-  kv_scales_pending_ = false;
-  for (int i = 0; i < cache_.num_layers(); ++i) cache_.set_scales(cache_.first_layer() + i, calculated_[static_cast<size_t>(i)]);
-  kv_scales_calculated_ = true;
+  if (kv_scales_pending_) {  // each layer's attention calculated its scales before storing K and V
+    kv_scales_pending_ = false;
+    for (int i = 0; i < cache_.num_layers(); ++i)
+      cache_.set_scales(cache_.first_layer() + i, calculated_[static_cast<size_t>(i)]);
+  }
   return hidden;
 }
 

@@ -4,6 +4,7 @@
 // the pipeline sends exactly that, with the plan, and nothing else.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "runtime/core/step_stamps.h"
@@ -53,20 +54,23 @@ class StageModel {
   // With stamps: the device mark (Ops::mark) the last run() recorded once its metadata was handed over.
   int64_t metadata_mark() const { return metadata_mark_; }
   size_t num_graphs() const { return graphs_.size(); }
-  // Layers whose per-tensor K/V scales came from the checkpoint (an FP8 cache uses 1.0 for the others).
-  int kv_scaled_layers() const { return kv_scaled_layers_; }
   // cache.calculate_kv_scales (an FP8 cache only): the next run() takes every layer's scales from its own
   // K and V (kv_scales_from_amax), eagerly, and the cache keeps them for every later step.
-  void calculate_kv_scales() { kv_scales_pending_ = cache_.fp8(); }
-  // Whether a run() has calculated the scales (then cache().scales(l) are they).
-  bool kv_scales_calculated() const { return kv_scales_calculated_; }
+  void calculate_kv_scales() {
+    kv_scales_requested_ = true;
+    kv_scales_pending_ = cache_.fp8();
+    calculated_.assign(static_cast<size_t>(cache_.num_layers()), KvScales{});
+  }
+  // Whether a run() has calculated the scales (then the cache's scales are they).
+  bool kv_scales_calculated() const { return kv_scales_requested_ && cache_.fp8() && !kv_scales_pending_; }
+  // The start-up line on the stage's KV cache and where its scales come from (describe_kv_cache).
+  std::string kv_cache_line() const { return describe_kv_cache(cache_, kv_scaled_layers_, kv_scales_requested_); }
 
  private:
   KvLayerView kv_view(int layer) const;
   // The stage's layers (and head) over the batch of the last set_batch.
   Tensor forward_layers(const Tensor& input, Tensor* logits);
   Tensor run_decode_graph(const BatchInfo& b, int bucket, const Tensor& input, Tensor* logits);
-  Tensor run_calculating_kv_scales(const BatchInfo& b, const Tensor& input, Tensor* logits);
 
   ModelTraits traits_;
   WeightShare share_;
@@ -88,8 +92,8 @@ class StageModel {
     metadata_mark_ = ops_.mark(ops_.stream());
   }
   DecodeGraphs graphs_;
-  int kv_scaled_layers_ = 0;
-  bool kv_scales_pending_ = false, kv_scales_calculated_ = false;
+  int kv_scaled_layers_ = 0;  // layers whose K/V scales came from the checkpoint
+  bool kv_scales_requested_ = false, kv_scales_pending_ = false;
   mutable std::vector<KvScales> calculated_;  // per layer, filled by the attention of a pending run
 };
 
