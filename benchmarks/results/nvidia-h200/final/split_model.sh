@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run here (not on the GPU machine), from the project root: the SmolLM2 GGUF (98 MB, over the device's
-# 64 MiB transfer) as zstd in three pieces, .smolA (with .gpu-deps: 33 MB), .smolB (45 MB), .smolC (the
-# rest, plus the tokenizer files the tests read), each kept out of git via .git/info/exclude. The device
+# 64 MiB transfer, which the tracked tree, ~21 MB, shares) as zstd in three pieces, .smolA (with .gpu-deps:
+# 29 MB), .smolB (40 MB), .smolC (the rest, plus the tokenizer files the tests read), each kept out of git via .git/info/exclude. The device
 # calls then run, one right after the other while the machine stays warm (30 s):
 #   callA.sh (carry .gpu-deps .smolA), `cp .smolB/p /tmp/smolB` (carry .smolB), callC.sh (carry .smolC .whl)
 # .whl holds the zstandard wheel (the GPU machine has no zstd): see the device README's wheel recipe.
@@ -13,8 +13,8 @@ for d in .smolA .smolB .smolC; do
   mkdir -p $d
 done
 zstd -q -19 -T0 -c "$gguf" > /tmp/smol.zst
-head -c 33000000 /tmp/smol.zst > .smolA/p
-tail -c +33000001 /tmp/smol.zst | head -c 45000000 > .smolB/p
-tail -c +78000001 /tmp/smol.zst > .smolC/p
+head -c 29000000 /tmp/smol.zst > .smolA/p
+dd if=/tmp/smol.zst of=.smolB/p bs=1M iflag=skip_bytes,count_bytes skip=29000000 count=40000000 status=none
+tail -c +69000001 /tmp/smol.zst > .smolC/p
 cp "$cache"/smollm2_tokenizer.json "$cache"/smollm2_gguf_tokenizer.json .smolC/
 ls -l .smolA/p .smolB/p .smolC/p
