@@ -5,9 +5,11 @@
 #include <cublasLt.h>
 
 #include <map>
+#include <sstream>
 #include <tuple>
 
 #include "kernels/cuda/fp8.h"
+#include "kernels/cuda/gemv.h"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/error.h"
 
@@ -33,11 +35,39 @@ struct Plan {
 
 }  // namespace
 
+// A small-m shape's race: the gemv and cuBLASLt (+ epilogue) times, microseconds per linear.
+struct SmallMChoice {
+  float gemv_us = 0.f;
+  float lt_us = 0.f;
+};
+
+constexpr int kTuneRuns = 5;
+
 struct Fp8GemmRunner::Impl {
+  using Shape = std::tuple<int64_t, int64_t, int64_t>;
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans;
+  std::map<Shape, std::unique_ptr<Plan>> plans;
+  std::map<Shape, SmallMChoice> small_m;
+  GemvPolicy gemv_policy = GemvPolicy::kAuto;
+  cudaEvent_t start = nullptr, stop = nullptr;
+
+  // Microseconds per call of `launch` on `stream`, after one untimed call.
+  float time_us(const std::function<void()>& launch, cudaStream_t stream) {
+    if (start == nullptr) {
+      CONVEYOR_CUDA_CHECK(cudaEventCreate(&start));
+      CONVEYOR_CUDA_CHECK(cudaEventCreate(&stop));
+    }
+    launch();
+    CONVEYOR_CUDA_CHECK(cudaEventRecord(start, stream));
+    for (int r = 0; r < kTuneRuns; ++r) launch();
+    CONVEYOR_CUDA_CHECK(cudaEventRecord(stop, stream));
+    CONVEYOR_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.f;
+    CONVEYOR_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return 1000.f * ms / kTuneRuns;
+  }
 
   const Plan& plan(int64_t m, int64_t n, int64_t k) {
     auto& slot = plans[{m, n, k}];
@@ -76,7 +106,38 @@ Fp8GemmRunner::Fp8GemmRunner(void* workspace, size_t workspace_bytes) : impl_(st
 
 Fp8GemmRunner::~Fp8GemmRunner() {
   impl_->plans.clear();
+  // Destructors must not throw: errors here are ignored (the context may already be gone).
+  if (impl_->stop) cudaEventDestroy(impl_->stop);
+  if (impl_->start) cudaEventDestroy(impl_->start);
   if (impl_->handle) cublasLtDestroy(impl_->handle);
+}
+
+bool Fp8GemmRunner::small_m_uses_gemv(int64_t m, int64_t n, int64_t k, const std::function<void()>& gemv,
+                                      const std::function<void()>& lt, cudaStream_t stream) {
+  if (m > kGemvMaxRows || impl_->gemv_policy == GemvPolicy::kNever) return false;
+  if (impl_->gemv_policy == GemvPolicy::kAlways) return true;
+  const Impl::Shape shape{m, n, k};
+  if (auto it = impl_->small_m.find(shape); it != impl_->small_m.end()) return it->second.gemv_us <= it->second.lt_us;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return true;
+  SmallMChoice choice;
+  choice.gemv_us = impl_->time_us(gemv, stream);
+  choice.lt_us = impl_->time_us(lt, stream);
+  impl_->small_m[shape] = choice;
+  return choice.gemv_us <= choice.lt_us;
+}
+
+void Fp8GemmRunner::set_gemv_policy(GemvPolicy policy) { impl_->gemv_policy = policy; }
+
+std::string Fp8GemmRunner::describe() const {
+  std::ostringstream out;
+  for (const auto& [shape, c] : impl_->small_m) {
+    const auto& [m, n, k] = shape;
+    out << "m=" << m << " n=" << n << " k=" << k << " e4m3: " << (c.gemv_us <= c.lt_us ? "gemv" : "cublaslt")
+        << " (gemv " << c.gemv_us << " us, cublaslt " << c.lt_us << " us)\n";
+  }
+  return out.str();
 }
 
 void Fp8GemmRunner::run(float* acc, const uint8_t* a, const uint8_t* b, int64_t m, int64_t n, int64_t k,

@@ -1,4 +1,4 @@
-// gemv_cuda (see gemv.h). Each warp multiplies a tile of 8 (or 16) rows of w by all tokens with the
+// gemv_cuda and fp8_gemv_cuda (see gemv.h). Each warp multiplies a tile of 8 (or 16) rows of w by all tokens with the
 // m16n8k16 tensor-core mma: A = the 16 token rows of x (rows >= m repeat token 0 and are dropped),
 // B = 8 rows of w, so w tiles are 8 rows (twice the CTAs of putting w in A). The k order inside an
 // mma is free, so a lane feeds it whole 16-byte packs (8 consecutive k) of x and w instead of the
@@ -14,7 +14,9 @@
 // shared memory at the end, with the bias/accumulate epilogue. x (<= 16 x 14336 x 2 B = 448 KB) is
 // re-read by every block via __ldg: it stays in L2 and largely in L1, since w is loaded with the
 // evict-first hint (__ldcs). L1 traffic for x is m / (8 * kTiles) times that of w, hence kTiles = 2
-// for m > 8 when n still gives one block per SM.
+// for m > 8 when n still gives one block per SM. FP8 runs the same kernel on e4m3 codes: a 16-byte
+// pack holds 16 k instead of 8 and the mma is m16n8k32, so a chunk covers twice the k for the same
+// bytes in flight; the epilogue applies the token and column scales.
 #include "kernels/cuda/gemv.h"
 
 #include <type_traits>
@@ -34,13 +36,38 @@ constexpr int kLanePacks = 4;  // lanes sharing one row: a warp step covers 4 pa
 constexpr int kMaxWarps = 16;
 constexpr int kLoadsInFlight = 8;  // 16-byte w loads a lane issues before consuming them
 
+// What the kernel streams: 16-bit elements (8 per 16-byte pack, m16n8k16 bf16/f16 mma) or e4m3
+// codes (16 per pack, m16n8k32 e4m3 mma, sm_89+). The fragment layouts of the two mmas put the same k
+// slots in the same registers (a0/b0: the lane's first 4 bytes-worth of k, a2/b1: the next), so one
+// register wiring serves both.
+struct Fp8Codes {};
 template <typename T>
-__device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                          uint32_t b0, uint32_t b1) {
+struct Elem {
+  using Storage = T;
+  static constexpr int kPack = 8;
+};
+template <>
+struct Elem<Fp8Codes> {
+  using Storage = uint8_t;
+  static constexpr int kPack = 16;
+};
+
+template <typename T>
+__device__ __forceinline__ void mma_tile(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();  // gemv_cuda refuses devices below sm_80 before launching
 #else
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+  if constexpr (std::is_same_v<T, Fp8Codes>) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
+    __trap();  // fp8_gemv_cuda refuses devices below sm_89 before launching
+#else
+    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
         "{%0,%1,%2,%3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -54,6 +81,29 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a
 #endif
 }
 
+// Where the block's sums go: y (+)= sum (* a_scale[token] * b_scale[column], FP8) + bias, in y's dtype.
+struct Epilogue {
+  void* y;
+  DType out;
+  const void* bias;  // or nullptr
+  DType bias_dt;
+  const float* a_scale;  // FP8 only: per token
+  const float* b_scale;  // FP8 only: per output column
+  bool accumulate;
+};
+
+__device__ __forceinline__ float load_f32(const void* p, DType dt, int64_t i) {
+  if (dt == DType::kBF16) return to_f32(static_cast<const __nv_bfloat16*>(p)[i]);
+  if (dt == DType::kF16) return to_f32(static_cast<const __half*>(p)[i]);
+  return static_cast<const float*>(p)[i];
+}
+
+__device__ __forceinline__ void store_f32(void* p, DType dt, int64_t i, float v) {
+  if (dt == DType::kBF16) static_cast<__nv_bfloat16*>(p)[i] = from_f32<__nv_bfloat16>(v);
+  else if (dt == DType::kF16) static_cast<__half*>(p)[i] = from_f32<__half>(v);
+  else static_cast<float*>(p)[i] = v;
+}
+
 // Lane (g = lane / 4, q = lane % 4) of a warp step at pack base s * 4 reads pack p = s * 4 + q of
 // w row (tile row g) and of x rows g and g + 8. With X, H the x packs and W the w pack, the two
 // mmas get A = {X.x, H.x, X.y, H.y}, B = {W.x, W.y} and A = {X.z, H.z, X.w, H.w}, B = {W.z, W.w}:
@@ -62,12 +112,14 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a
 // columns 2q, 2q+1; d[2..3] = token g + 8, same columns.
 template <typename T, bool kHighTokens, int kTiles>
 struct WarpTile {
+  using S = typename Elem<T>::Storage;
+  static constexpr int kPack = Elem<T>::kPack;
   static constexpr int kSteps = kLoadsInFlight / kTiles;  // warp steps per chunk
   static constexpr int kChunkPacks = kSteps * kLanePacks;  // packs of one row per chunk
   using Loads = uint4[kSteps][kTiles];
-  const T* w_row[kTiles];  // rows past n are clamped to row n - 1: read, never written out
-  const T* x_lo;           // token g (clamped to token 0 past m: its outputs are never written)
-  const T* x_hi;           // token g + 8, likewise
+  const S* w_row[kTiles];  // rows past n are clamped to row n - 1: read, never written out
+  const S* x_lo;           // token g (clamped to token 0 past m: its outputs are never written)
+  const S* x_hi;           // token g + 8, likewise
   int q;
   // Two accumulator sets (even and odd steps) halve the chain of dependent mmas.
   float acc[2][kTiles][4] = {};
@@ -80,7 +132,7 @@ struct WarpTile {
       const int p = (c * kSteps + u) * kLanePacks + q;
 #pragma unroll
       for (int t = 0; t < kTiles; ++t) {
-        wv[u][t] = !kChecked || p < packs ? __ldcs(reinterpret_cast<const uint4*>(w_row[t] + p * 8))
+        wv[u][t] = !kChecked || p < packs ? __ldcs(reinterpret_cast<const uint4*>(w_row[t] + p * kPack))
                                           : make_uint4(0, 0, 0, 0);
       }
     }
@@ -94,12 +146,12 @@ struct WarpTile {
     for (int u = 0; u < kSteps; ++u) {
       const int p = (c * kSteps + u) * kLanePacks + q;
       const bool ok = !kChecked || p < packs;
-      const uint4 xl = ok ? __ldg(reinterpret_cast<const uint4*>(x_lo + p * 8)) : zero;
-      const uint4 xh = kHighTokens && ok ? __ldg(reinterpret_cast<const uint4*>(x_hi + p * 8)) : zero;
+      const uint4 xl = ok ? __ldg(reinterpret_cast<const uint4*>(x_lo + p * kPack)) : zero;
+      const uint4 xh = kHighTokens && ok ? __ldg(reinterpret_cast<const uint4*>(x_hi + p * kPack)) : zero;
 #pragma unroll
       for (int t = 0; t < kTiles; ++t) {
-        mma_16816<T>(acc[u & 1][t], xl.x, xh.x, xl.y, xh.y, wv[u][t].x, wv[u][t].y);
-        mma_16816<T>(acc[u & 1][t], xl.z, xh.z, xl.w, xh.w, wv[u][t].z, wv[u][t].w);
+        mma_tile<T>(acc[u & 1][t], xl.x, xh.x, xl.y, xh.y, wv[u][t].x, wv[u][t].y);
+        mma_tile<T>(acc[u & 1][t], xl.z, xh.z, xl.w, xh.w, wv[u][t].z, wv[u][t].w);
       }
     }
   }
@@ -135,8 +187,8 @@ struct WarpTile {
 
 template <typename T, bool kHighTokens, int kTiles>
 __global__ void __launch_bounds__(kMaxWarps * 32)
-    gemv_kernel(void* y, bool y_f32, const T* x, const T* w, const T* bias, int m, int n, int packs,
-                bool accumulate) {
+    gemv_kernel(Epilogue ep, const typename Elem<T>::Storage* x, const typename Elem<T>::Storage* w, int m, int n,
+                int packs) {
   using Tile = WarpTile<T, kHighTokens, kTiles>;
   constexpr int kCols = kTileRows * kTiles;  // rows of w (columns of y) per block
   __shared__ float4 partial[kMaxWarps][kTiles][32];
@@ -144,7 +196,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const int warp = threadIdx.x >> 5;
   const int warps = blockDim.x >> 5;
   const int g = lane >> 2;
-  const int64_t k = static_cast<int64_t>(packs) * 8;
+  const int64_t k = static_cast<int64_t>(packs) * Elem<T>::kPack;
   const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kCols;
 
   Tile tile;
@@ -178,21 +230,17 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     const int comp = (tok >= 8 ? 2 : 0) + (c & 1);
     float sum = 0.f;
     for (int wi = 0; wi < warps; ++wi) sum += reinterpret_cast<const float*>(&partial[wi][t][src])[comp];
-    if (bias != nullptr) sum += to_f32(bias[j]);
+    if (ep.a_scale != nullptr) sum = sum * ep.a_scale[tok] * ep.b_scale[j];  // the order of the FP8 twin
+    if (ep.bias != nullptr) sum += load_f32(ep.bias, ep.bias_dt, j);
     const int64_t idx = static_cast<int64_t>(tok) * n + j;
-    if (y_f32) {
-      float* yf = static_cast<float*>(y);
-      yf[idx] = accumulate ? yf[idx] + sum : sum;
-    } else {
-      T* yt = static_cast<T*>(y);
-      yt[idx] = from_f32<T>(accumulate ? to_f32(yt[idx]) + sum : sum);
-    }
+    store_f32(ep.y, ep.out, idx, ep.accumulate ? load_f32(ep.y, ep.out, idx) + sum : sum);
   }
 }
 
 template <typename T, bool kHighTokens, int kTiles>
-void launch(void* y, bool y_f32, const void* x, const void* w, const void* bias, int m, int n, int packs,
-            bool accumulate, int sm_count, cudaStream_t stream) {
+void launch(const Epilogue& e, const void* x, const void* w, int m, int n, int packs, int sm_count,
+            cudaStream_t stream) {
+  using S = typename Elem<T>::Storage;
   constexpr int kCols = kTileRows * kTiles;
   constexpr int kChunkPacks = WarpTile<T, kHighTokens, kTiles>::kChunkPacks;
   const int64_t blocks = (static_cast<int64_t>(n) + kCols - 1) / kCols;
@@ -202,23 +250,43 @@ void launch(void* y, bool y_f32, const void* x, const void* w, const void* bias,
   int64_t warps = blocks < 2 * static_cast<int64_t>(sm_count) ? kMaxWarps : kMaxWarps / 2;
   warps = warps < chunks ? warps : (chunks < 1 ? 1 : chunks);
   gemv_kernel<T, kHighTokens, kTiles><<<static_cast<unsigned>(blocks), static_cast<unsigned>(warps * 32), 0, stream>>>(
-      y, y_f32, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), m, n, packs,
-      accumulate);
+      e, static_cast<const S*>(x), static_cast<const S*>(w), m, n, packs);
 }
 
 template <typename T>
-void dispatch(void* y, bool y_f32, const void* x, const void* w, const void* bias, int m, int n, int packs,
-              bool accumulate, int sm_count, cudaStream_t stream) {
+void dispatch(const Epilogue& e, const void* x, const void* w, int m, int n, int packs, int sm_count,
+              cudaStream_t stream) {
   // Two row tiles per warp halve x's L1 traffic per byte of w; worth it for many tokens as long as
   // the grid still covers every SM once.
   const bool two_tiles = m > 8 && (static_cast<int64_t>(n) + 2 * kTileRows - 1) / (2 * kTileRows) >= sm_count;
   if (m <= 8) {
-    launch<T, false, 1>(y, y_f32, x, w, bias, m, n, packs, accumulate, sm_count, stream);
+    launch<T, false, 1>(e, x, w, m, n, packs, sm_count, stream);
   } else if (two_tiles) {
-    launch<T, true, 2>(y, y_f32, x, w, bias, m, n, packs, accumulate, sm_count, stream);
+    launch<T, true, 2>(e, x, w, m, n, packs, sm_count, stream);
   } else {
-    launch<T, true, 1>(y, y_f32, x, w, bias, m, n, packs, accumulate, sm_count, stream);
+    launch<T, true, 1>(e, x, w, m, n, packs, sm_count, stream);
   }
+}
+
+// The checks both entry points share; returns the device's SM count.
+int check_launch(const char* fn, const void* y, const void* x, const void* w, int64_t m, int64_t n, int64_t k,
+                 int pack, int min_cc, const char* needs) {
+  CONVEYOR_CHECK(m >= 1 && m <= kGemvMaxRows && n >= 1 && n <= 0x7fffffff && k >= pack && k <= 0x7fffffff, fn,
+                 ": bad shape m=", m, " n=", n, " k=", k, " (need 1 <= m <= ", kGemvMaxRows, ", 1 <= n, ", pack,
+                 " <= k < 2^31; use GemmRunner for larger m)");
+  CONVEYOR_CHECK(k % pack == 0, fn, ": k=", k, " is not a multiple of ", pack,
+                 "; rows of x and w must be whole 16-byte packs");
+  CONVEYOR_CHECK(y != nullptr && x != nullptr && w != nullptr, fn, ": null device pointer (y, x or w)");
+  CONVEYOR_CHECK(is_aligned16(x) && is_aligned16(w), fn, ": x (", x, ") and w (", w,
+                 ") must be 16-byte aligned; offset views by multiples of 16 bytes");
+  int device = 0, major = 0, minor = 0, sm_count = 0;
+  CONVEYOR_CUDA_CHECK(cudaGetDevice(&device));
+  CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  CONVEYOR_CHECK(major * 10 + minor >= min_cc, fn, ": device ", device, " has compute capability ", major, ".", minor,
+                 "; the kernel needs ", needs);
+  return sm_count;
 }
 
 }  // namespace
@@ -229,26 +297,31 @@ void gemv_cuda(void* y, DType out, const void* x, const void* w, const void* bia
                  " is not supported; x, w and bias must be bf16 or f16");
   CONVEYOR_CHECK(out == dt || out == DType::kF32, "gemv_cuda: output dtype ", dtype_name(out), " with inputs in ",
                  dtype_name(dt), "; the output must be ", dtype_name(dt), " or f32");
-  CONVEYOR_CHECK(m >= 1 && m <= kGemvMaxRows && n >= 1 && n <= 0x7fffffff && k >= 8 && k <= 0x7fffffff,
-                 "gemv_cuda: bad shape m=", m, " n=", n, " k=", k, " (need 1 <= m <= ", kGemvMaxRows,
-                 ", 1 <= n, 8 <= k < 2^31; use GemmRunner for larger m)");
-  CONVEYOR_CHECK(k % 8 == 0, "gemv_cuda: k=", k, " is not a multiple of 8; rows of x and w must be whole 16-byte packs");
-  CONVEYOR_CHECK(y != nullptr && x != nullptr && w != nullptr, "gemv_cuda: null device pointer (y, x or w)");
-  CONVEYOR_CHECK(is_aligned16(x) && is_aligned16(w), "gemv_cuda: x (", x, ") and w (", w,
-                 ") must be 16-byte aligned; offset views by multiples of 16 bytes");
-  int device = 0, major = 0, sm_count = 0;
-  CONVEYOR_CUDA_CHECK(cudaGetDevice(&device));
-  CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  CONVEYOR_CHECK(major >= 8, "gemv_cuda: device ", device, " has compute capability ", major,
-                 ".x; the kernel needs bf16/f16 tensor-core mma (8.0 or newer): use GemmRunner (cuBLASLt)");
-  const bool y_f32 = out == DType::kF32;
-  const int mi = static_cast<int>(m), ni = static_cast<int>(n), packs = static_cast<int>(k / 8);
+  const int sm_count = check_launch("gemv_cuda", y, x, w, m, n, k, Elem<__half>::kPack, 80,
+                                    "bf16/f16 tensor-core mma (8.0 or newer): use GemmRunner (cuBLASLt)");
+  const Epilogue e{y, out, bias, dt, nullptr, nullptr, accumulate};
+  const int mi = static_cast<int>(m), ni = static_cast<int>(n), packs = static_cast<int>(k / Elem<__half>::kPack);
   if (dt == DType::kBF16) {
-    dispatch<__nv_bfloat16>(y, y_f32, x, w, bias, mi, ni, packs, accumulate, sm_count, stream);
+    dispatch<__nv_bfloat16>(e, x, w, mi, ni, packs, sm_count, stream);
   } else {
-    dispatch<__half>(y, y_f32, x, w, bias, mi, ni, packs, accumulate, sm_count, stream);
+    dispatch<__half>(e, x, w, mi, ni, packs, sm_count, stream);
   }
+  CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+
+void fp8_gemv_cuda(void* y, DType out, const uint8_t* x, const float* x_scale, const uint8_t* w, const float* w_scale,
+                   const void* bias, DType bias_dt, int64_t m, int64_t n, int64_t k, bool accumulate,
+                   cudaStream_t stream) {
+  CONVEYOR_CHECK(out == DType::kBF16 || out == DType::kF16 || out == DType::kF32, "fp8_gemv_cuda: output dtype ",
+                 dtype_name(out), "; expected bf16, f16 or f32");
+  CONVEYOR_CHECK(bias == nullptr || bias_dt == out || bias_dt == DType::kF32, "fp8_gemv_cuda: bias in ",
+                 dtype_name(bias_dt), " with output ", dtype_name(out), "; the bias must be in the output dtype or f32");
+  CONVEYOR_CHECK(x_scale != nullptr && w_scale != nullptr, "fp8_gemv_cuda: null scales (x_scale or w_scale)");
+  const int sm_count = check_launch("fp8_gemv_cuda", y, x, w, m, n, k, Elem<Fp8Codes>::kPack, 89,
+                                    "e4m3 tensor-core mma (8.9 or newer): use Fp8GemmRunner (cuBLASLt)");
+  const Epilogue e{y, out, bias, bias_dt, x_scale, w_scale, accumulate};
+  dispatch<Fp8Codes>(e, x, w, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k / Elem<Fp8Codes>::kPack),
+                     sm_count, stream);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 

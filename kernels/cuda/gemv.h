@@ -1,7 +1,9 @@
 // Small-m GEMM ("GEMV") for decode: y[m, n] = x[m, k] * w[n, k]^T (+ bias) (+ y) for m <= 16 tokens,
 // the weight-bandwidth-bound case where cuBLASLt loses time to ramp-up, tails and split-K reduction
 // launches. w is streamed from HBM exactly once in 16-byte loads; one launch, no workspace. It is a
-// GemmRunner candidate (gemm.h), timed against cuBLASLt on a shape's first use.
+// GemmRunner candidate (gemm.h), timed against cuBLASLt on a shape's first use. The same kernel reads
+// FP8 (e4m3) weights and per-token quantized activations (fp8_gemv_cuda), the small-m side of the FP8
+// linear (stages/cuda/cuda_fp8_linear.h), timed there against cuBLASLt's e4m3 GEMM plus its epilogue.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,5 +25,17 @@ void gemv_cuda(void* y, DType out,     // [m, n]
                const void* w,          // [n, k]
                const void* bias,       // [n] or nullptr
                int64_t m, int64_t n, int64_t k, bool accumulate, DType dt, cudaStream_t stream);
+
+// y[t, j] = (sum_i e4m3(x[t, i]) e4m3(w[j, i])) * x_scale[t] * w_scale[j] (+ bias[j]) (+ y[t, j] if
+// accumulate): the FP8 linear of kernels/cpu/fp8.h (matmul_fp8_ref) for m <= kGemvMaxRows, products
+// exact and summed in fp32, rounded once to `out` (kBF16, kF16 or kF32); bias in `out` or kF32.
+// Requires k % 16 == 0, x and w 16-byte aligned, compute capability >= 8.9 (e4m3 mma).
+void fp8_gemv_cuda(void* y, DType out,        // [m, n]
+                   const uint8_t* x,          // [m, k] e4m3 codes
+                   const float* x_scale,      // [m]
+                   const uint8_t* w,          // [n, k] e4m3 codes
+                   const float* w_scale,      // [n]
+                   const void* bias, DType bias_dt,  // [n] or nullptr
+                   int64_t m, int64_t n, int64_t k, bool accumulate, cudaStream_t stream);
 
 }  // namespace conveyor

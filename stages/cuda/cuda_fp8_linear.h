@@ -1,7 +1,9 @@
 // FP8 linears of the CUDA backend: weights uploaded as e4m3 codes (kU8) plus fp32 per-row scales,
-// and the linear itself: x quantized per token (or with the static input scale), the cuBLASLt e4m3
-// GEMM into an fp32 scratch, the scale epilogue into out (bias added, or accumulated into the
-// residual for linear_add). Every m, decode included, goes through cuBLASLt for now.
+// and the linear itself: x quantized per token (or with the static input scale), then either the
+// cuBLASLt e4m3 GEMM into an fp32 scratch and the scale epilogue into out (bias added, or
+// accumulated into the residual for linear_add), or, for decode's m <= kGemvMaxRows tokens, the FP8
+// gemv kernel that reads the codes once and writes out directly; the two are timed per shape
+// (Fp8GemmRunner::small_m_uses_gemv).
 #pragma once
 
 #include "kernels/cuda/fp8.h"

@@ -2,7 +2,8 @@
 // quantization (dynamic per-row and static) gives bit-identical codes and scales on random bf16/f16/f32
 // inputs and on every tie and saturation case; the cuBLASLt e4m3 GEMM plus the scale epilogue equals
 // matmul_fp8_ref within 2^-12 of sum_k |a b| (Hopper's FP8 accumulator) plus one output rounding for
-// bf16/f16, with bias and accumulating into a prior output.
+// bf16/f16, with bias and accumulating into a prior output; so does the small-m FP8 gemv kernel
+// (m <= 16, tails in n and k), and Fp8GemmRunner's race between the two decides per shape.
 #include "kernels/cuda/fp8.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 
 #include "kernels/cpu/fp8.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemv.h"
 #include "runtime/core/error.h"
 #include "tests/kernels/dense_test_util.h"
 #include "tests/support/test_support.h"
@@ -85,9 +87,10 @@ struct GemmCase {
   int64_t m, n, k;
 };
 
-void check_gemm(GemmCase s, DType out, bool with_bias, bool accumulate) {
+// The linear through cuBLASLt plus the epilogue, or (gemv) through fp8_gemv_cuda.
+void check_gemm(GemmCase s, DType out, bool with_bias, bool accumulate, bool gemv = false) {
   SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " -> " +
-               dtype_name(out) + (with_bias ? " bias" : "") + (accumulate ? " acc" : ""));
+               dtype_name(out) + (with_bias ? " bias" : "") + (accumulate ? " acc" : "") + (gemv ? " gemv" : ""));
   const uint64_t seed = static_cast<uint64_t>(s.m * 7 + s.n * 13 + s.k);
   const auto x = random_floats(static_cast<size_t>(s.m * s.k), seed, -3.f, 3.f);
   const auto w = random_floats(static_cast<size_t>(s.n * s.k), seed + 1, -0.1f, 0.1f);
@@ -108,11 +111,17 @@ void check_gemm(GemmCase s, DType out, bool with_bias, bool accumulate) {
   TestBuffer dxq = upload_codes(xq), dwq = upload_codes(wq), dxs = upload(xs, DType::kF32),
              dws = upload(ws, DType::kF32), dbias = upload(bias, out), dy = upload(y0, out),
              acc(static_cast<size_t>(s.m * s.n) * 4);
-  gemm.run(static_cast<float*>(acc.get()), static_cast<const uint8_t*>(dxq.get()),
-           static_cast<const uint8_t*>(dwq.get()), s.m, s.n, s.k, nullptr);
-  fp8_scale_epilogue_cuda(dy.get(), out, static_cast<const float*>(acc.get()), static_cast<const float*>(dxs.get()),
-                          static_cast<const float*>(dws.get()), with_bias ? dbias.get() : nullptr, out, s.m, s.n,
-                          accumulate, nullptr);
+  const auto* xs_d = static_cast<const float*>(dxs.get());
+  const auto* ws_d = static_cast<const float*>(dws.get());
+  if (gemv) {
+    fp8_gemv_cuda(dy.get(), out, static_cast<const uint8_t*>(dxq.get()), xs_d, static_cast<const uint8_t*>(dwq.get()),
+                  ws_d, with_bias ? dbias.get() : nullptr, out, s.m, s.n, s.k, accumulate, nullptr);
+  } else {
+    gemm.run(static_cast<float*>(acc.get()), static_cast<const uint8_t*>(dxq.get()),
+             static_cast<const uint8_t*>(dwq.get()), s.m, s.n, s.k, nullptr);
+    fp8_scale_epilogue_cuda(dy.get(), out, static_cast<const float*>(acc.get()), xs_d, ws_d,
+                            with_bias ? dbias.get() : nullptr, out, s.m, s.n, accumulate, nullptr);
+  }
   CONVEYOR_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<float> got = download(dy.get(), want.size(), out);
   // Hopper's FP8 tensor cores accumulate with fewer bits than fp32 (seen on the H200: ~1% off on
@@ -142,12 +151,53 @@ TEST(Fp8Gpu, GemmWithScalesEqualsTwin) {
     }
 }
 
+TEST(Fp8Gpu, SmallMGemvEqualsTwin) {
+  // m on both sides of 8 (one or two token halves of the mma), n with partial row tiles, k with a
+  // partial chunk (512 codes per warp chunk) and the decode shapes of an 8B layer.
+  for (GemmCase s : {GemmCase{1, 64, 64}, GemmCase{2, 1000, 1040}, GemmCase{8, 320, 192}, GemmCase{9, 576, 1536},
+                     GemmCase{16, 1024, 4096}, GemmCase{4, 6144, 4096}, GemmCase{3, 4096, 14336}})
+    for (DType out : {DType::kF32, DType::kBF16, DType::kF16}) {
+      check_gemm(s, out, false, false, true);
+      check_gemm(s, out, true, false, true);
+      if (out != DType::kF32) check_gemm(s, out, true, true, true);
+    }
+}
+
+TEST(Fp8Gpu, RunnerRacesGemvAgainstCublasLtPerShape) {
+  TestBuffer workspace(kGemmLtWorkspaceBytes);
+  Fp8GemmRunner gemm(workspace.get(), workspace.bytes());
+  int gemv_calls = 0, lt_calls = 0;
+  auto gemv = [&] { ++gemv_calls; };
+  auto lt = [&] { ++lt_calls; };
+  const bool first = gemm.small_m_uses_gemv(1, 4096, 4096, gemv, lt, nullptr);
+  EXPECT_GT(gemv_calls, 1);  // timed: one untimed call, then the timed ones
+  EXPECT_EQ(gemv_calls, lt_calls);
+  EXPECT_NE(gemm.describe().find("m=1 n=4096 k=4096 e4m3: "), std::string::npos) << gemm.describe();
+  gemv_calls = lt_calls = 0;
+  EXPECT_EQ(gemm.small_m_uses_gemv(1, 4096, 4096, gemv, lt, nullptr), first);  // cached: no more launches
+  EXPECT_EQ(gemv_calls + lt_calls, 0);
+  EXPECT_FALSE(gemm.small_m_uses_gemv(17, 4096, 4096, gemv, lt, nullptr));  // past the gemv's rows
+  gemm.set_gemv_policy(GemvPolicy::kNever);
+  EXPECT_FALSE(gemm.small_m_uses_gemv(2, 4096, 4096, gemv, lt, nullptr));
+  gemm.set_gemv_policy(GemvPolicy::kAlways);
+  EXPECT_TRUE(gemm.small_m_uses_gemv(2, 4096, 4096, gemv, lt, nullptr));
+  EXPECT_EQ(gemv_calls + lt_calls, 0);
+}
+
 TEST(Fp8Gpu, GemmRefusesUnalignedShapes) {
   TestBuffer workspace(kGemmLtWorkspaceBytes), a(64), b(64), acc(64);
   Fp8GemmRunner gemm(workspace.get(), workspace.bytes());
   EXPECT_THROW(gemm.run(static_cast<float*>(acc.get()), static_cast<const uint8_t*>(a.get()),
                         static_cast<const uint8_t*>(b.get()), 1, 4, 12, nullptr),
                Error);
+  TestBuffer y(64), xs(64);
+  const auto* s = static_cast<const float*>(xs.get());
+  EXPECT_THROW(fp8_gemv_cuda(y.get(), DType::kBF16, static_cast<const uint8_t*>(a.get()), s,
+                             static_cast<const uint8_t*>(b.get()), s, nullptr, DType::kBF16, 1, 2, 24, false, nullptr),
+               Error);  // k % 16 != 0
+  EXPECT_THROW(fp8_gemv_cuda(y.get(), DType::kBF16, static_cast<const uint8_t*>(a.get()), s,
+                             static_cast<const uint8_t*>(b.get()), s, nullptr, DType::kBF16, 17, 2, 32, false, nullptr),
+               Error);  // m > kGemvMaxRows
 }
 
 }  // namespace
