@@ -2,6 +2,9 @@
 // time, and calls only write() and _exit(), which are async-signal-safe.
 #include "runtime/batch/signals.h"
 
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -150,7 +153,29 @@ void restore_stop_handlers() {
   g_installed = false;
 }
 
-void begin_graceful_stop() { g_graceful.store(true); }
+void begin_graceful_stop() {
+  // Libraries initialised since install (CUDA, NCCL, the MPI runtime) may have replaced a handler or
+  // blocked a stop signal in this thread; the job's loop polls here, so both are put back first.
+  {
+    std::lock_guard<std::mutex> lock(g_install_mutex);
+    sigset_t stops;
+    sigemptyset(&stops);
+    for (int sig : kStopSignals) {
+      sigaddset(&stops, sig);
+      struct sigaction cur {};
+      if (!g_installed || sigaction(sig, nullptr, &cur) != 0 || cur.sa_handler == on_stop_signal) continue;
+      spdlog::warn("the {} handler was replaced after start-up (by a library); putting conveyor's back",
+                   signal_name(sig));
+      struct sigaction sa {};
+      sa.sa_handler = on_stop_signal;
+      sigfillset(&sa.sa_mask);
+      sa.sa_flags = SA_RESTART;
+      sigaction(sig, &sa, nullptr);
+    }
+    pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);
+  }
+  g_graceful.store(true);
+}
 void mark_stop_reported() { g_reported.store(true); }
 
 bool stop_requested() { return g_stop_signal.load(std::memory_order_relaxed) != 0; }

@@ -44,6 +44,10 @@ interrupt_and_resume() {  # <signal> <output> [rank to kill -9]
     target=$(rank_pid $pid $victim)  # kill -9 one rank, not mpirun
     [ -n "$target" ] || { echo "FAIL: no rank $victim under mpirun $pid"; return 1; }
   fi
+  local masks="" p  # each process's signal masks when the signal is sent, shown if it is not honoured
+  for p in $pid $(pgrep -P $pid); do masks+="pid $p: $(grep -E 'SigBlk|SigIgn|SigCgt' /proc/$p/status 2>/dev/null | tr '\n\t' '  ')"$'\n'; done
+  local lines_at_signal
+  lines_at_signal=$(wc -l < "$out" 2>/dev/null || echo 0)
   kill -"$sig" $target
   local t0 rc took
   t0=$(date +%s)
@@ -61,7 +65,8 @@ interrupt_and_resume() {  # <signal> <output> [rank to kill -9]
     [ $took -le 5 ] || { echo "FAIL: took ${took}s to stop"; return 1; }
     grep -qi "rerun" "$out.log" || { echo "FAIL: no resumable message"; cat "$out.log"; return 1; }
   elif [ "$sig" != KILL ]; then
-    [ $rc = 75 ] || { echo "FAIL: SIG$sig exit status $rc (want 75)"; cat "$out.log"; return 1; }
+    [ $rc = 75 ] || { echo "FAIL: SIG$sig exit status $rc (want 75), sent with $lines_at_signal results written; masks then:"
+                      echo "$masks"; cat "$out.log"; return 1; }
     [ $took -le 5 ] || { echo "FAIL: took ${took}s to stop"; return 1; }
     grep -qi "rerun" "$out.log" || { echo "FAIL: no resumable message"; cat "$out.log"; return 1; }
   else
