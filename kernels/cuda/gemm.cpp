@@ -3,6 +3,7 @@
 // as column-major [n, m]: no data moves. The bias rides the cuBLASLt epilogue when y has the input
 // type (the epilogue takes bias in D's type only); for f32 logits it is a separate add. Accumulate is
 // beta = 1 with C = D = y. For m <= kGemvMaxRows the gemv kernel is timed too and wins if faster.
+// Above that range one m per power-of-two bucket is timed and the bucket's other m take its choice.
 #include "kernels/cuda/gemm.h"
 
 #include <cublasLt.h>
@@ -54,6 +55,26 @@ struct ShapeKey {
   }
 };
 
+// The m whose timing a shape shares: m itself in the gemv range, else the next power of two. Prefill
+// and mixed steps give a new m almost every step; timing each (8 candidates x 6 runs of a GEMM as
+// large as the step's) would cost more than the steps, so the first m of a bucket is timed and the
+// others of it take that choice.
+int64_t tuning_bucket(int64_t m) {
+  if (m <= kGemvMaxRows) return m;
+  int64_t b = kGemvMaxRows;
+  while (b < m) b *= 2;
+  return b;
+}
+
+// What timing chose for a bucket, and at which m.
+struct TunedChoice {
+  cublasLtMatmulAlgo_t algo = {};
+  int algo_index = 0;
+  bool gemv = false;
+  float best_us = -1.f;
+  int64_t timed_m = 0;
+};
+
 // The operands of one call.
 struct Operands {
   void* y;
@@ -87,6 +108,7 @@ struct GemmRunner::Plan {
   bool tuned = false;
   bool gemv = false;      // timed faster than every cuBLASLt candidate
   float best_us = -1.f;   // time of the chosen implementation, when timed
+  int64_t timed_m = 0;    // the m timed for this shape's bucket (== the shape's m when timed itself)
 
   Plan() = default;
   Plan(const Plan&) = delete;
@@ -111,6 +133,7 @@ struct GemmRunner::Impl {
   bool gemv_capable = false;  // compute capability >= 8.0
   GemvPolicy gemv_policy = GemvPolicy::kAuto;
   std::map<ShapeKey, std::unique_ptr<Plan>> plans;
+  std::map<ShapeKey, TunedChoice> buckets;  // keyed with m = tuning_bucket(m)
 
   ~Impl() {
     plans.clear();
@@ -137,7 +160,48 @@ struct GemmRunner::Impl {
   template <typename Launch>
   float time_us(Launch&& launch, cudaStream_t stream);
   void tune(Plan& plan, const ShapeKey& key, Operands o, cudaStream_t stream);
+  // Takes the choice timed for key's bucket, if there is one and cuBLASLt accepts its algorithm for
+  // this exact shape; true when the plan is now tuned.
+  bool adopt_bucket(Plan& plan, const ShapeKey& key) const;
+  void remember_bucket(const Plan& plan, const ShapeKey& key);
 };
+
+namespace {
+ShapeKey bucket_key(ShapeKey key) {
+  key.m = tuning_bucket(key.m);
+  return key;
+}
+}  // namespace
+
+bool GemmRunner::Impl::adopt_bucket(Plan& plan, const ShapeKey& key) const {
+  const auto it = buckets.find(bucket_key(key));
+  if (it == buckets.end()) return false;
+  const TunedChoice& c = it->second;
+  if (!c.gemv) {
+    cublasLtMatmulHeuristicResult_t check = {};
+    if (cublasLtMatmulAlgoCheck(handle, plan.op, plan.a, plan.b, plan.d, plan.d, &c.algo, &check) !=
+            CUBLAS_STATUS_SUCCESS ||
+        check.workspaceSize > workspace_bytes)
+      return false;
+    plan.algo = c.algo;
+  }
+  plan.algo_index = c.algo_index;
+  plan.gemv = c.gemv;
+  plan.best_us = -1.f;
+  plan.timed_m = c.timed_m;
+  plan.tuned = true;
+  return true;
+}
+
+void GemmRunner::Impl::remember_bucket(const Plan& plan, const ShapeKey& key) {
+  TunedChoice c;
+  c.algo = plan.algo;
+  c.algo_index = plan.algo_index;
+  c.gemv = plan.gemv;
+  c.best_us = plan.best_us;
+  c.timed_m = key.m;
+  buckets.emplace(bucket_key(key), c);
+}
 
 std::unique_ptr<GemmRunner::Plan> GemmRunner::Impl::make_plan(const ShapeKey& key, const void* bias) {
   auto plan = std::make_unique<Plan>();
@@ -262,7 +326,9 @@ void GemmRunner::Impl::tune(Plan& plan, const ShapeKey& key, Operands o, cudaStr
     if (plan.gemv) best = us;
   }
   plan.best_us = best < std::numeric_limits<float>::infinity() ? best : -1.f;
+  plan.timed_m = key.m;
   plan.tuned = true;
+  remember_bucket(plan, key);
 }
 
 size_t gemm_workspace_bytes(int64_t max_m, int64_t max_accumulate_n, size_t lt_bytes) {
@@ -311,6 +377,8 @@ std::string GemmRunner::describe() const {
     }
     char timing[48] = "untimed";
     if (plan->tuned && plan->best_us >= 0.f) std::snprintf(timing, sizeof(timing), "%.1f us", plan->best_us);
+    if (plan->tuned && plan->timed_m != key.m)
+      std::snprintf(timing, sizeof(timing), "as timed at m=%lld", static_cast<long long>(plan->timed_m));
     std::snprintf(line, sizeof(line), "m=%lld n=%lld k=%lld %s->%s%s%s: %s (%s)\n", static_cast<long long>(key.m),
                   static_cast<long long>(key.n), static_cast<long long>(key.k), dtype_name(key.ab),
                   dtype_name(key.out), key.bias_epilogue ? " bias" : "", key.accumulate ? " acc" : "", choice, timing);
@@ -348,7 +416,7 @@ void GemmRunner::run(void* y, DType out, const void* x, const void* w, DType ab,
   const Operands ops{y, x, w, bias};
 
   const bool gemv_timed = impl_->gemv_allowed(key) && impl_->gemv_policy == GemvPolicy::kAuto;
-  if (!plan.tuned && impl_->autotune && (plan.n_candidates > 1 || gemv_timed)) {
+  if (!plan.tuned && impl_->autotune && (plan.n_candidates > 1 || gemv_timed) && !impl_->adopt_bucket(plan, key)) {
     // Timing waits on the stream, which a stream being captured into a graph must not do.
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));

@@ -45,8 +45,10 @@ class GemmRunner {
   // loads vectorised); any m >= 0 and n >= 1. y must not alias x, w or bias.
   // The first call for a new shape times up to 8 cuBLASLt candidates (and gemv when m is in its
   // range) on `stream` and waits for them (a one-off cost; with accumulate they write a scratch copy
-  // of y); while the stream is being captured into a graph it takes the heuristic's first cuBLASLt
-  // algorithm, or the choice made by an earlier timed call of the same shape.
+  // of y); above kGemvMaxRows a shape whose m shares its power-of-two bucket with a timed one takes
+  // that choice untimed (prefill steps vary m every step). While the stream is being captured into a
+  // graph it takes the heuristic's first cuBLASLt algorithm, or the choice of an earlier timed call
+  // of the same shape or bucket.
   void run(void* y, DType out, const void* x, const void* w, DType ab, const void* bias,
            int64_t m, int64_t n, int64_t k, cudaStream_t stream, bool accumulate = false);
 
@@ -57,7 +59,8 @@ class GemmRunner {
   void set_gemv_policy(GemvPolicy policy);
   size_t cached_shapes() const;  // distinct shapes planned so far
   // One line per planned shape: "m=1 n=4096 k=4096 bf16->bf16 [bias] [acc]: gemv (8.1 us)" or
-  // ": cublaslt algo 2/8 (9.0 us)" or ": cublaslt heuristic (untimed)"; for logs and benchmarks.
+  // ": cublaslt algo 2/8 (9.0 us)", ": cublaslt algo 2/8 (as timed at m=300)" or ": cublaslt heuristic
+  // (untimed)"; for logs and benchmarks.
   std::string describe() const;
 
  private:

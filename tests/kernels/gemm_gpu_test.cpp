@@ -117,6 +117,17 @@ TEST(GemmGpu, HeuristicOnlyAndCachedPlansAgree) {
   EXPECT_EQ(gemm.cached_shapes(), planned);
 }
 
+// Above the gemv range one m per power-of-two bucket is timed: m = 100 is, m = 120 and 128 (same
+// bucket) take its algorithm untimed, m = 300 (the next) is timed; every result matches the twin.
+TEST(GemmGpu, OneTimedShapePerBucket) {
+  testing::TestGemm gemm;
+  for (int64_t m : {100, 120, 128, 300}) check(gemm, DType::kBF16, DType::kBF16, true, {m, 1000, 512});
+  const std::string d = gemm.describe();
+  EXPECT_EQ(count_of(d, "as timed at m=100"), 2u) << d;
+  EXPECT_EQ(count_of(d, "as timed at"), 2u) << d;
+  EXPECT_EQ(gemm.cached_shapes(), 4u);
+}
+
 // beta = 1 on the cuBLASLt path (gemv kept out), for decode and prefill row counts; the first call
 // of each shape is timed, which must not add to y more than once.
 TEST(GemmGpu, AccumulateThroughCublasLt) {
