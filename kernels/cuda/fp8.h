@@ -46,7 +46,8 @@ class Fp8GemmRunner {
   // run() plus fp8_scale_epilogue_cuda. Under kAuto the first eager call of a shape times both, `gemv`
   // and `lt` each launching the whole linear on `stream` into scratch output, and keeps the faster; a
   // shape first met while the stream is being captured takes gemv untimed (timed at its next eager
-  // call). kAlways / kNever decide without timing.
+  // call). kAlways / kNever decide without timing. The default is kNever (cuBLASLt) until the gemv is
+  // measured on an H200 (fp8_gemm.cpp says why); runtime.fp8_gemv sets it.
   bool small_m_uses_gemv(int64_t m, int64_t n, int64_t k, const std::function<void()>& gemv,
                          const std::function<void()>& lt, cudaStream_t stream);
   void set_gemv_policy(GemvPolicy policy);

@@ -150,8 +150,19 @@ struct WarpTile {
       const uint4 xh = kHighTokens && ok ? __ldg(reinterpret_cast<const uint4*>(x_hi + p * kPack)) : zero;
 #pragma unroll
       for (int t = 0; t < kTiles; ++t) {
-        mma_tile<T>(acc[u & 1][t], xl.x, xh.x, xl.y, xh.y, wv[u][t].x, wv[u][t].y);
-        mma_tile<T>(acc[u & 1][t], xl.z, xh.z, xl.w, xh.w, wv[u][t].z, wv[u][t].w);
+        if constexpr (std::is_same_v<T, Fp8Codes>) {
+          // Hopper's tensor cores keep fewer bits than fp32 when they add FP8 products into an
+          // accumulator; the two mmas' 64 products are summed there from zero and promoted to the
+          // fp32 sum here, as cuBLASLt's non-fast-accumulate FP8 GEMMs do every k-tile.
+          float part[4] = {0.f, 0.f, 0.f, 0.f};
+          mma_tile<T>(part, xl.x, xh.x, xl.y, xh.y, wv[u][t].x, wv[u][t].y);
+          mma_tile<T>(part, xl.z, xh.z, xl.w, xh.w, wv[u][t].z, wv[u][t].w);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[u & 1][t][i] += part[i];
+        } else {
+          mma_tile<T>(acc[u & 1][t], xl.x, xh.x, xl.y, xh.y, wv[u][t].x, wv[u][t].y);
+          mma_tile<T>(acc[u & 1][t], xl.z, xh.z, xl.w, xh.w, wv[u][t].z, wv[u][t].w);
+        }
       }
     }
   }

@@ -125,6 +125,10 @@ std::vector<KeySpec> io_and_runtime_keys() {
       one_of(key("runtime.backend", VT::kString, "auto", "compute backend"), {"auto", "cpu", "cuda"}),
       ranged(key("runtime.seed", VT::kInt, "0", "global seed (dummy weights, default sampling seed)"), 0,
              9.2e18),
+      one_of(key("runtime.fp8_gemv", VT::kString, "off",
+                 "FP8 linears of <= 16 tokens through the FP8 gemv kernel: off (cuBLASLt), auto (timed against "
+                 "cuBLASLt per shape), on; off until measured on an H200"),
+             {"off", "auto", "on"}),
       key("runtime.cuda_graphs", VT::kBool, "true",
           "replay decode steps as CUDA graphs per batch bucket (tp = 1 stages); --enforce-eager turns it off"),
       ranged(key("runtime.profile_step", VT::kInt, "-1",

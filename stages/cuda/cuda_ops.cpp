@@ -76,6 +76,7 @@ class CudaOps final : public Ops {
     gemm_ = std::make_unique<GemmRunner>(gemm_workspace_.data(), gemm_workspace_.bytes());
     // Same stream as gemm_, so the two take turns in cuBLASLt's part of one workspace.
     fp8_gemm_ = std::make_unique<Fp8GemmRunner>(gemm_workspace_.data(), kGemmLtWorkspaceBytes);
+    fp8_gemm_->set_gemv_policy(sizes.fp8_gemv);
     attention_workspace_ = CudaBuffer(attention_workspace_bytes(), "the attention workspace");
     pool_ = std::make_shared<DevicePool>(sizes.activation_pool_bytes);
     graph_pool_ = std::make_shared<DevicePool>(sizes.graph_pool_bytes);

@@ -68,6 +68,8 @@ CudaOpsSizes ops_sizes(const StageOptions& opt, const ModelSpec& spec, const Wei
   const PoolBytes pools = pool_bytes(opt, spec, share, elem, graphs_capturable);
   sizes.activation_pool_bytes = pools.activations;
   sizes.graph_pool_bytes = pools.graphs;
+  sizes.fp8_gemv = opt.fp8_gemv == "on" ? GemvPolicy::kAlways : opt.fp8_gemv == "auto" ? GemvPolicy::kAuto
+                                                                                       : GemvPolicy::kNever;
   return sizes;
 }
 

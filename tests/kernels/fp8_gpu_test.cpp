@@ -167,6 +167,9 @@ TEST(Fp8Gpu, RunnerRacesGemvAgainstCublasLtPerShape) {
   TestBuffer workspace(kGemmLtWorkspaceBytes);
   Fp8GemmRunner gemm(workspace.get(), workspace.bytes());
   int gemv_calls = 0, lt_calls = 0;
+  auto never = [] {};
+  EXPECT_FALSE(gemm.small_m_uses_gemv(1, 64, 64, never, never, nullptr));  // the default: cuBLASLt
+  gemm.set_gemv_policy(GemvPolicy::kAuto);
   auto gemv = [&] { ++gemv_calls; };
   auto lt = [&] { ++lt_calls; };
   const bool first = gemm.small_m_uses_gemv(1, 4096, 4096, gemv, lt, nullptr);
