@@ -10,5 +10,7 @@ layout=(-pp 2 --set runtime.backend=cuda)
 stop_signals=(USR1)
 kill_ranks=(1 0)
 same_texts=0
-n_requests=256  # 32 requests take ~1 s on an H200: done before the signal lands
+# 256 requests took 2 s on an H200 (2026-12-05): SIGUSR1, sent to mpirun with 18 results written,
+# came after the last; 4096 give the relay ~30 s.
+n_requests=4096
 source "$(dirname "${BASH_SOURCE[0]}")/batch_signal_body.bash"
