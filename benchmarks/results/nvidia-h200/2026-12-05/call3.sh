@@ -6,17 +6,8 @@
 # calculated KV scales. Everything lands in $OUT/r.tgz.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site
-c=$CONVEYOR_CACHE; g=$c/SmolLM2-135M-Instruct.Q4_1.gguf; r=/tmp/r; mkdir -p "$c" $r; cp .smolC/smollm2_*.json "$c/"
-python3 - "$g" /tmp/smolA /tmp/smolB .smolC/p <<'PY'
-import sys, zstandard
-d = zstandard.ZstdDecompressor().decompressobj()
-with open(sys.argv[1], "wb") as out:
-    for piece in sys.argv[2:]:
-        out.write(d.decompress(open(piece, "rb").read()))
-PY
-sha256sum "$g" | tee $r/gguf.sha256  # b179c952... as scripts/fetch_test_model.sh's
+r=/tmp/r; mkdir -p $r
+source benchmarks/results/nvidia-h200/final/gguf_from_pieces.sh > $r/gguf.sha256; cat $r/gguf.sha256
 CONVEYOR_REQUIRE_GPU=1 timeout 240 ctest --test-dir build -L gpu --output-on-failure --timeout 200 -j3 > $r/ctest_gpu.log 2>&1
 echo "ctest -L gpu rc=$? $(el)"
 grep -E "tests passed|\*\*\*|Failed|Passed" $r/ctest_gpu.log | tail -40

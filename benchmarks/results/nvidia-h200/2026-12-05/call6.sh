@@ -9,17 +9,8 @@
 # rewritten after every step, so a call cut short still returns what it did.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site
-c=$CONVEYOR_CACHE; g=$c/SmolLM2-135M-Instruct.Q4_1.gguf; r=/tmp/r; mkdir -p "$c" $r; cp .smolC/smollm2_*.json "$c/"
-python3 - "$g" /tmp/smolA /tmp/smolB .smolC/p <<'PY'
-import sys, zstandard
-d = zstandard.ZstdDecompressor().decompressobj()
-with open(sys.argv[1], "wb") as out:
-    for piece in sys.argv[2:]:
-        out.write(d.decompress(open(piece, "rb").read()))
-PY
-sha256sum "$g" | tee $r/gguf.sha256
+r=/tmp/r; mkdir -p $r
+source benchmarks/results/nvidia-h200/final/gguf_from_pieces.sh > $r/gguf.sha256; cat $r/gguf.sha256
 save() { tar czf "$OUT/r.tgz" -C /tmp r; echo "[$(el)] $*"; }
 for t in stages_cuda_fp8_gpu_test stages_cuda_smollm2_gpu_test cli_batch_signal_gpu_mpi kernels_gemm_gpu_test; do
   CONVEYOR_REQUIRE_GPU=1 timeout 150 ctest --test-dir build -R "^$t\$" --output-on-failure --timeout 140 > $r/ctest_$t.log 2>&1

@@ -4,17 +4,8 @@
 # (CONVEYOR_REQUIRE_GPU=1 ctest -L gpu, the gpu;mpi ones included), then batch 1 bf16 and FP8.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site
-c=$CONVEYOR_CACHE; g=$c/SmolLM2-135M-Instruct.Q4_1.gguf; mkdir -p "$c" /tmp/r; cp .smolC/smollm2_*.json "$c/"
-python3 - "$g" /tmp/smolA /tmp/smolB .smolC/p <<'PY'
-import sys, zstandard
-d = zstandard.ZstdDecompressor().decompressobj()
-with open(sys.argv[1], "wb") as out:
-    for piece in sys.argv[2:]:
-        out.write(d.decompress(open(piece, "rb").read()))
-PY
-sha256sum "$g"  # b179c952... as scripts/fetch_test_model.sh's
+mkdir -p /tmp/r
+source benchmarks/results/nvidia-h200/final/gguf_from_pieces.sh
 ninja -C build -j16 > /tmp/r/build.log 2>&1 || { tail -30 /tmp/r/build.log; exit 1; }
 echo "build $(el)"
 CONVEYOR_REQUIRE_GPU=1 timeout $(($(left) - 70)) ctest --test-dir build -L gpu --output-on-failure --timeout 200 -j3 \
