@@ -63,6 +63,49 @@ __global__ void quantize_rows_kernel(uint8_t* q, float* scales, const void* x, D
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) q[base + c] = encode(load(x, dt, base + c), s);
 }
 
+// Decode's few rows: one block of kHeldThreads per row, each thread holding its up to kHeld values in
+// registers, so x is read once (the kernel above reads it twice with a quarter of the threads). The
+// same amax, scale and encoding, so the same codes.
+constexpr int kHeldThreads = 1024;
+constexpr int kHeld = 16;  // values per thread: rows of up to 16,384 columns
+constexpr int64_t kHeldMaxRows = 64;
+
+__global__ void __launch_bounds__(kHeldThreads)
+    quantize_rows_held_kernel(uint8_t* q, float* scales, const void* x, DType dt, int64_t cols, float static_scale) {
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
+  __shared__ float partial[kHeldThreads / 32];
+  __shared__ float row_scale;
+  float v[kHeld];
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kHeld; ++i) {
+    const int64_t c = threadIdx.x + static_cast<int64_t>(i) * kHeldThreads;
+    v[i] = c < cols ? load(x, dt, base + c) : 0.0f;
+    amax = fmaxf(amax, fabsf(v[i]));
+  }
+  if (static_scale > 0.0f) {
+    if (threadIdx.x == 0) row_scale = static_scale;
+  } else {
+    for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = amax;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float m = 0.0f;
+      for (int w = 0; w < kHeldThreads / 32; ++w) m = fmaxf(m, partial[w]);
+      const float s = __fdiv_rn(m, 448.0f);
+      row_scale = s == 0.0f ? FLT_EPSILON : s;
+    }
+  }
+  __syncthreads();
+  const float s = row_scale;
+  if (threadIdx.x == 0) scales[blockIdx.x] = s;
+#pragma unroll
+  for (int i = 0; i < kHeld; ++i) {
+    const int64_t c = threadIdx.x + static_cast<int64_t>(i) * kHeldThreads;
+    if (c < cols) q[base + c] = encode(v[i], s);
+  }
+}
+
 __global__ void epilogue_kernel(void* y, DType out, const float* acc, const float* a_scale, const float* b_scale,
                                 const void* bias, DType bias_dt, int64_t m, int64_t n, bool accumulate) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -80,7 +123,12 @@ void quantize_rows_fp8_cuda(uint8_t* q, float* scales, const void* x, DType dt, 
   CONVEYOR_CHECK(dt == DType::kBF16 || dt == DType::kF16 || dt == DType::kF32, "quantize_rows_fp8_cuda: x is ",
                  dtype_name(dt), ", expected bf16, f16 or f32");
   if (rows == 0) return;
-  quantize_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(q, scales, x, dt, cols, static_scale);
+  if (rows <= kHeldMaxRows && cols <= static_cast<int64_t>(kHeld) * kHeldThreads) {
+    quantize_rows_held_kernel<<<static_cast<unsigned>(rows), kHeldThreads, 0, stream>>>(q, scales, x, dt, cols,
+                                                                                        static_scale);
+  } else {
+    quantize_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(q, scales, x, dt, cols, static_scale);
+  }
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 

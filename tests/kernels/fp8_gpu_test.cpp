@@ -60,7 +60,10 @@ void check_quantize(const std::vector<float>& x_in, int64_t rows, int64_t cols, 
 
 TEST(Fp8Gpu, QuantizeRowsEqualsTwin) {
   for (DType dt : {DType::kBF16, DType::kF16, DType::kF32})
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 64}, {7, 576}, {33, 4096}, {5, 1000}}) {
+    // Rows up to 64 of up to 16,384 columns take the kernel that holds a row in registers (14,336: the
+    // 8B MLP's down input); 100 rows, or 20,000 columns, the two-pass one.
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 64}, {7, 576}, {33, 4096}, {5, 1000}, {1, 14336},
+                              {3, 16384}, {100, 576}, {2, 20000}}) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(rows) + "x" + std::to_string(cols));
       check_quantize(random_floats(static_cast<size_t>(rows * cols), rows * 131 + cols, -8.f, 8.f), rows, cols, dt, 0.f);
       check_quantize(random_floats(static_cast<size_t>(rows * cols), rows * 17 + cols, -8.f, 8.f), rows, cols, dt,
