@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "kernels/gemm_tuning.h"
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
 #include "runtime/engine/batch_budget.h"
@@ -129,6 +130,16 @@ DecodeParts measured_embed(const ModelSpec& s, const Workload& w, const DeviceCe
 }
 
 }  // namespace
+
+double layer_gemm_tuning_time(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double rows) {
+  if (!dev.measured.padded_rows) return 0.0;
+  return kGemmTuningRuns * layer_parts(s, w, dev, rows, 0.0).gemm;
+}
+
+double head_gemm_tuning_time(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double rows) {
+  if (!dev.measured.padded_rows) return 0.0;
+  return kGemmTuningRuns * gemm_s(dev, rows, static_cast<double>(s.vocab) / w.tensor, s.hidden, w.dtype_bytes, 4.0);
+}
 
 double layer_time(const ModelSpec& s, const Workload& w, const DeviceCeilings& dev, double tokens) {
   if (dev.measured.any()) return measured_layer(s, w, dev, tokens).total();

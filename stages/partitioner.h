@@ -82,6 +82,12 @@ double layer_time(const ModelSpec& spec, const Workload& w, const DeviceCeilings
 double head_time(const ModelSpec& spec, const Workload& w, const DeviceCeilings& dev, double tokens);
 double embed_time(const ModelSpec& spec, const Workload& w, const DeviceCeilings& dev, double tokens);
 
+// What GemmRunner's timing of a shape's first use costs (kernels/gemm_tuning.h): kGemmTuningRuns runs
+// of one layer's four GEMMs at `rows` (a stage's layers share the shapes), or of the LM head's; 0 on
+// CPUs (device.padded_rows false: the CPU backend times nothing).
+double layer_gemm_tuning_time(const ModelSpec& spec, const Workload& w, const DeviceCeilings& dev, double rows);
+double head_gemm_tuning_time(const ModelSpec& spec, const Workload& w, const DeviceCeilings& dev, double rows);
+
 // One plan's work on a stage, for the schedule simulator (stages/sim/): its decodes (count and mean
 // context), its prefill chunks (new tokens and the (query, visible key) pairs they attend) and the rows
 // that reach the LM head.

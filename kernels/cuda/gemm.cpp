@@ -15,14 +15,16 @@
 
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/gemm_tuning.h"
 #include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
 
 namespace conveyor {
 namespace {
 
-constexpr int kCandidates = 8;  // heuristic results timed on first use of a shape
-constexpr int kTuneRuns = 5;    // timed runs per candidate, after one warm-up
+constexpr int kCandidates = kGemmTimedCandidates;  // heuristic results timed on first use of a shape
+constexpr int kTuneRuns = kGemmTimedRuns;          // timed runs per candidate, after one warm-up
+static_assert(kGemmExactTuningRows == kGemvMaxRows, "every m the gemv takes is timed itself");
 
 cudaDataType_t cuda_type(DType t) {
   switch (t) {
@@ -54,17 +56,6 @@ struct ShapeKey {
                     o.align_bias);
   }
 };
-
-// The m whose timing a shape shares: m itself in the gemv range, else the next power of two. Prefill
-// and mixed steps give a new m almost every step; timing each (8 candidates x 6 runs of a GEMM as
-// large as the step's) would cost more than the steps, so the first m of a bucket is timed and the
-// others of it take that choice.
-int64_t tuning_bucket(int64_t m) {
-  if (m <= kGemvMaxRows) return m;
-  int64_t b = kGemvMaxRows;
-  while (b < m) b *= 2;
-  return b;
-}
 
 // What timing chose for a bucket, and at which m.
 struct TunedChoice {
@@ -168,7 +159,7 @@ struct GemmRunner::Impl {
 
 namespace {
 ShapeKey bucket_key(ShapeKey key) {
-  key.m = tuning_bucket(key.m);
+  key.m = gemm_tuning_bucket(key.m);
   return key;
 }
 }  // namespace

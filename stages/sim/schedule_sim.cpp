@@ -7,7 +7,9 @@
 #include <functional>
 #include <limits>
 #include <queue>
+#include <set>
 
+#include "kernels/gemm_tuning.h"
 #include "runtime/core/error.h"
 #include "runtime/core/percentile.h"
 #include "runtime/engine/batch_budget.h"
@@ -97,6 +99,21 @@ class PipelineModel {
       if (!last) t[s].send = edges_[s].link.latency + act / edges_[s].link.bandwidth;
     }
     return t;
+  }
+
+  // GemmRunner times the first m of each tuning bucket on every stage (kernels/gemm_tuning.h): the
+  // plan that meets a bucket first pays for it on each stage, the LM head's on the last. `layers` and
+  // `head` hold the buckets met so far.
+  void charge_first_use(std::vector<StageTime>& t, const StepPlan& plan, std::set<int64_t>& layers,
+                        std::set<int64_t>& head) const {
+    const StepWork work = work_of(plan);
+    const double rows = work.decodes + work.prefill_tokens;
+    if (rows > 0 && layers.insert(gemm_tuning_bucket(std::llround(rows))).second) {
+      const double cost = layer_gemm_tuning_time(spec_, w_, dev_, rows);
+      for (StageTime& st : t) st.compute += cost;
+    }
+    if (work.logits > 0 && head.insert(gemm_tuning_bucket(std::llround(work.logits))).second)
+      t.back().compute += head_gemm_tuning_time(spec_, w_, dev_, work.logits);
   }
 
  private:
@@ -248,6 +265,7 @@ class EventLoop {
   void submit(double t, StepPlan plan) {
     Flight f;
     f.t = model_.times(plan);
+    model_.charge_first_use(f.t, plan, tuned_layers_, tuned_head_);
     f.plan = std::move(plan);
     f.arrived.assign(P_, false);
     f.arrived[0] = true;
@@ -368,6 +386,7 @@ class EventLoop {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t next_order_ = 0;
   bool waiting_ = false, finished_ = false;
+  std::set<int64_t> tuned_layers_, tuned_head_;  // GEMM tuning buckets met (charge_first_use)
 };
 
 // The CPU backend's pool (stages/pipeline_stage.cpp): cache.cpu_kv_cache_space per rank, whatever the

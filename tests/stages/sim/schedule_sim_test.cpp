@@ -1,5 +1,6 @@
 // The schedule simulator: the event logic against step times computed by hand from the cost model
-// (one request through one and two stages), TP adding exactly its all-reduces, data parallelism
+// (one request through one and two stages, with GemmRunner's first-use timing of each GEMM bucket), TP
+// adding exactly its all-reduces, data parallelism
 // splitting the requests, preemption when KV runs out, and issue 18's check 4(a): the three one-H200
 // workloads measured in benchmarks/results/nvidia-h200 predicted from doctor's measured speeds.
 #include "stages/sim/schedule_sim.h"
@@ -38,6 +39,17 @@ StepTimes one_seq_step(const ModelSpec& s, const ClusterSpec& c, int tensor, int
   return step_times(s, w, c.ceilings(), k);
 }
 
+// GemmRunner's first-use timing that one sequence's step i (`rows` new tokens) costs a stage: its
+// layers' shapes at the prefill's rows and again at the first decode's one row (another bucket), the
+// LM head's (one logit row every step) at step 0 on the last stage.
+double first_use(const ModelSpec& s, const ClusterSpec& c, int pipeline, int step, int rows, bool last) {
+  Workload w;
+  w.pipeline = pipeline;
+  if (step > 1) return 0.0;
+  const double layers = layer_gemm_tuning_time(s, w, c.ceilings(), rows);
+  return layers + (step == 0 && last ? head_gemm_tuning_time(s, w, c.ceilings(), 1) : 0.0);
+}
+
 TEST(ScheduleSim, OneRequestOneStageIsTheSumOfItsSteps) {
   const ModelSpec s = model("llama-3-8b.yaml");
   const ClusterSpec c = cluster("h200-1.yaml");
@@ -48,8 +60,9 @@ TEST(ScheduleSim, OneRequestOneStageIsTheSumOfItsSteps) {
   double want = 0, first = 0;
   for (int i = 0; i < w.output_len; ++i) {
     const int start = i == 0 ? 0 : static_cast<int>(w.input_len) + i - 1;
-    const StepTimes t = one_seq_step(s, c, 1, 1, start, i == 0 ? static_cast<int>(w.input_len) : 1);
-    want += s.layers * t.layer + t.embed + t.head + c.gpu.measured.step_overhead_s;
+    const int rows = i == 0 ? static_cast<int>(w.input_len) : 1;
+    const StepTimes t = one_seq_step(s, c, 1, 1, start, rows);
+    want += s.layers * t.layer + t.embed + t.head + c.gpu.measured.step_overhead_s + first_use(s, c, 1, i, rows, true);
     if (i == 0) first = want;
   }
   EXPECT_NEAR(r.elapsed_s, want, 1e-12 * want);
@@ -77,7 +90,8 @@ TEST(ScheduleSim, OneRequestTwoStagesPaysEveryEdgeEachToken) {
     const int start = i == 0 ? 0 : static_cast<int>(w.input_len) + i - 1, n = i == 0 ? 16 : 1;
     const StepTimes t = one_seq_step(s, c, 1, 2, start, n);
     want += (n0 + n1) * t.layer + t.embed + t.head + 2 * c.gpu.measured.step_overhead_s + c.intra_node.latency +
-            (i == 0 ? send : c.intra_node.latency + s.hidden * 2.0 / c.intra_node.bandwidth);
+            (i == 0 ? send : c.intra_node.latency + s.hidden * 2.0 / c.intra_node.bandwidth) +
+            first_use(s, c, 2, i, n, false) + first_use(s, c, 2, i, n, true);
   }
   EXPECT_NEAR(r.elapsed_s, want, 1e-9 * want);
   EXPECT_FALSE(r.stages[0].edge_crosses_node);  // ranks 0 and 1 share node 0
