@@ -35,31 +35,39 @@ __device__ __forceinline__ uint8_t encode(float x, float s) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp8(__fdiv_rn(x, s), __NV_SATFINITE, __NV_E4M3));
 }
 
-// One block per row: the row's amax (block reduction), then its codes.
-__global__ void quantize_rows_kernel(uint8_t* q, float* scales, const void* x, DType dt, int64_t cols,
-                                     float static_scale) {
-  const int64_t r = blockIdx.x;
-  const int64_t base = r * cols;
-  __shared__ float partial[kThreads / 32];
+// The row's scale, for every thread of the block: static_scale when > 0, else the block's amax (each
+// thread's `amax` reduced through `partial`, one float per warp) over 448, a zero scale replaced by
+// fp32 epsilon. Thread 0 also stores it in scales[blockIdx.x].
+template <int kWarps>
+__device__ __forceinline__ float block_row_scale(float amax, float static_scale, float* scales) {
+  __shared__ float partial[kWarps];
   __shared__ float row_scale;
   if (static_scale > 0.0f) {
     if (threadIdx.x == 0) row_scale = static_scale;
   } else {
-    float amax = 0.0f;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) amax = fmaxf(amax, fabsf(load(x, dt, base + c)));
     for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = amax;
     __syncthreads();
     if (threadIdx.x == 0) {
       float m = 0.0f;
-      for (int w = 0; w < kThreads / 32; ++w) m = fmaxf(m, partial[w]);
+      for (int w = 0; w < kWarps; ++w) m = fmaxf(m, partial[w]);
       const float s = __fdiv_rn(m, 448.0f);
       row_scale = s == 0.0f ? FLT_EPSILON : s;
     }
   }
   __syncthreads();
-  const float s = row_scale;
-  if (threadIdx.x == 0) scales[r] = s;
+  if (threadIdx.x == 0) scales[blockIdx.x] = row_scale;
+  return row_scale;
+}
+
+// One block per row: the row's amax (block reduction), then its codes.
+__global__ void quantize_rows_kernel(uint8_t* q, float* scales, const void* x, DType dt, int64_t cols,
+                                     float static_scale) {
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
+  float amax = 0.0f;
+  if (static_scale <= 0.0f)
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) amax = fmaxf(amax, fabsf(load(x, dt, base + c)));
+  const float s = block_row_scale<kThreads / 32>(amax, static_scale, scales);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) q[base + c] = encode(load(x, dt, base + c), s);
 }
 
@@ -73,8 +81,6 @@ constexpr int64_t kHeldMaxRows = 64;
 __global__ void __launch_bounds__(kHeldThreads)
     quantize_rows_held_kernel(uint8_t* q, float* scales, const void* x, DType dt, int64_t cols, float static_scale) {
   const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
-  __shared__ float partial[kHeldThreads / 32];
-  __shared__ float row_scale;
   float v[kHeld];
   float amax = 0.0f;
 #pragma unroll
@@ -83,22 +89,7 @@ __global__ void __launch_bounds__(kHeldThreads)
     v[i] = c < cols ? load(x, dt, base + c) : 0.0f;
     amax = fmaxf(amax, fabsf(v[i]));
   }
-  if (static_scale > 0.0f) {
-    if (threadIdx.x == 0) row_scale = static_scale;
-  } else {
-    for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = amax;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      float m = 0.0f;
-      for (int w = 0; w < kHeldThreads / 32; ++w) m = fmaxf(m, partial[w]);
-      const float s = __fdiv_rn(m, 448.0f);
-      row_scale = s == 0.0f ? FLT_EPSILON : s;
-    }
-  }
-  __syncthreads();
-  const float s = row_scale;
-  if (threadIdx.x == 0) scales[blockIdx.x] = s;
+  const float s = block_row_scale<kHeldThreads / 32>(amax, static_scale, scales);
 #pragma unroll
   for (int i = 0; i < kHeld; ++i) {
     const int64_t c = threadIdx.x + static_cast<int64_t>(i) * kHeldThreads;
