@@ -30,6 +30,20 @@ __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2hal
 template <typename T>
 __device__ __forceinline__ float round_to(float v) { return to_f32(from_f32<T>(v)); }
 
+// Element i of a buffer whose dtype is known only at run time (kBF16, kF16, else kF32), as fp32; and
+// the store back, rounding to nearest even. For epilogues and small kernels that take any float dtype.
+__device__ __forceinline__ float load_as_f32(const void* p, DType dt, int64_t i) {
+  if (dt == DType::kBF16) return to_f32(static_cast<const __nv_bfloat16*>(p)[i]);
+  if (dt == DType::kF16) return to_f32(static_cast<const __half*>(p)[i]);
+  return static_cast<const float*>(p)[i];
+}
+
+__device__ __forceinline__ void store_from_f32(void* p, DType dt, int64_t i, float v) {
+  if (dt == DType::kBF16) static_cast<__nv_bfloat16*>(p)[i] = from_f32<__nv_bfloat16>(v);
+  else if (dt == DType::kF16) static_cast<__half*>(p)[i] = from_f32<__half>(v);
+  else static_cast<float*>(p)[i] = v;
+}
+
 // 16 bytes of T: 8 bf16/f16 or 4 f32. Loads and stores compile to one 128-bit access, so the
 // pointer must be 16-byte aligned (callers check with is_aligned16 before choosing this path).
 template <typename T>

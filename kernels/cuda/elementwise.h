@@ -1,7 +1,7 @@
 // Small element-wise GPU ops around the decoder layer: add, row gather (last token of each
 // sequence before the LM head), dtype conversion and a bias add for GEMMs whose bias the cuBLASLt
-// epilogue cannot take, and the largest magnitude in a band of columns (FP8 KV scales). Enqueue only; device pointers; every result is computed in fp32 and
-// rounded once to the output type.
+// epilogue cannot take, and the largest magnitude in a band of columns (FP8 KV scales). Enqueue only;
+// device pointers; every result is computed in fp32 and rounded once to the output type.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -9,25 +9,17 @@
 
 #include <cfloat>
 
+#include "kernels/cuda/dense_vec.cuh"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/error.h"
 
 namespace conveyor {
 namespace {
 
+using cuda_detail::load_as_f32;
+using cuda_detail::store_from_f32;
+
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ float load(const void* p, DType dt, int64_t i) {
-  if (dt == DType::kBF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-  if (dt == DType::kF16) return __half2float(static_cast<const __half*>(p)[i]);
-  return static_cast<const float*>(p)[i];
-}
-
-__device__ __forceinline__ void store(void* p, DType dt, int64_t i, float v) {
-  if (dt == DType::kBF16) static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
-  else if (dt == DType::kF16) static_cast<__half*>(p)[i] = __float2half_rn(v);
-  else static_cast<float*>(p)[i] = v;
-}
 
 // satfinite already clamps to +-448 (as the twin's clamp does); an explicit fminf/fmaxf clamp would turn
 // NaN into -448, where the twin keeps it NaN.
@@ -66,9 +58,9 @@ __global__ void quantize_rows_kernel(uint8_t* q, float* scales, const void* x, D
   const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
   float amax = 0.0f;
   if (static_scale <= 0.0f)
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) amax = fmaxf(amax, fabsf(load(x, dt, base + c)));
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) amax = fmaxf(amax, fabsf(load_as_f32(x, dt, base + c)));
   const float s = block_row_scale<kThreads / 32>(amax, static_scale, scales);
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) q[base + c] = encode(load(x, dt, base + c), s);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) q[base + c] = encode(load_as_f32(x, dt, base + c), s);
 }
 
 // Decode's few rows: one block of kHeldThreads per row, each thread holding its up to kHeld values in
@@ -86,7 +78,7 @@ __global__ void __launch_bounds__(kHeldThreads)
 #pragma unroll
   for (int i = 0; i < kHeld; ++i) {
     const int64_t c = threadIdx.x + static_cast<int64_t>(i) * kHeldThreads;
-    v[i] = c < cols ? load(x, dt, base + c) : 0.0f;
+    v[i] = c < cols ? load_as_f32(x, dt, base + c) : 0.0f;
     amax = fmaxf(amax, fabsf(v[i]));
   }
   const float s = block_row_scale<kHeldThreads / 32>(amax, static_scale, scales);
@@ -102,9 +94,9 @@ __global__ void epilogue_kernel(void* y, DType out, const float* acc, const floa
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= m * n) return;
   const int64_t row = i / n, col = i % n;
-  float v = acc[i] * a_scale[row] * b_scale[col] + (bias ? load(bias, bias_dt, col) : 0.0f);
-  if (accumulate) v += load(y, out, i);
-  store(y, out, i, v);
+  float v = acc[i] * a_scale[row] * b_scale[col] + (bias ? load_as_f32(bias, bias_dt, col) : 0.0f);
+  if (accumulate) v += load_as_f32(y, out, i);
+  store_from_f32(y, out, i, v);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kernels/cuda/gemm.h"
@@ -42,14 +43,17 @@ class Fp8GemmRunner {
   Fp8GemmRunner& operator=(const Fp8GemmRunner&) = delete;
   void run(float* acc, const uint8_t* a, const uint8_t* b, int64_t m, int64_t n, int64_t k, cudaStream_t stream);
 
-  // For m <= kGemvMaxRows: whether the linear of this shape runs fp8_gemv_cuda (gemv.h) rather than
-  // run() plus fp8_scale_epilogue_cuda. Under kAuto the first eager call of a shape times both, `gemv`
-  // and `lt` each launching the whole linear on `stream` into scratch output, and keeps the faster; a
-  // shape first met while the stream is being captured takes gemv untimed (timed at its next eager
-  // call). kAlways / kNever decide without timing. The default is kNever (cuBLASLt) until the gemv is
-  // measured on an H200 (fp8_gemm.cpp says why); runtime.fp8_gemv sets it.
-  bool small_m_uses_gemv(int64_t m, int64_t n, int64_t k, const std::function<void()>& gemv,
-                         const std::function<void()>& lt, cudaStream_t stream);
+  // Whether the linear of this shape runs fp8_gemv_cuda (gemv.h) rather than run() plus
+  // fp8_scale_epilogue_cuda, when that is decided: by m > kGemvMaxRows (cuBLASLt), by the policy
+  // (kAlways / kNever), by an earlier timing of the shape, or, while `stream` is being captured, gemv
+  // untimed (timed at the shape's next eager call). nullopt: time it (time_small_m). The default
+  // policy is kNever until the gemv is measured on an H200 (fp8_gemm.cpp says why); runtime.fp8_gemv
+  // sets it.
+  std::optional<bool> small_m_choice(int64_t m, int64_t n, int64_t k, cudaStream_t stream) const;
+  // kAuto's first eager call of a shape: times `gemv` and `lt` (each launching the whole linear on
+  // `stream` into scratch output), keeps the faster and returns whether it is gemv.
+  bool time_small_m(int64_t m, int64_t n, int64_t k, const std::function<void()>& gemv,
+                    const std::function<void()>& lt, cudaStream_t stream);
   void set_gemv_policy(GemvPolicy policy);
   // One line per small-m shape decided: "m=1 n=4096 k=4096 e4m3: gemv 9.1 us, cublaslt 21.3 us".
   std::string describe() const;

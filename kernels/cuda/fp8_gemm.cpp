@@ -10,6 +10,8 @@
 
 #include "kernels/cuda/fp8.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/launch_timer.h"
+#include "kernels/gemm_tuning.h"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/error.h"
 
@@ -41,8 +43,6 @@ struct SmallMChoice {
   float lt_us = 0.f;
 };
 
-constexpr int kTuneRuns = 5;
-
 struct Fp8GemmRunner::Impl {
   using Shape = std::tuple<int64_t, int64_t, int64_t>;
   cublasLtHandle_t handle = nullptr;
@@ -54,23 +54,7 @@ struct Fp8GemmRunner::Impl {
   // 2026-12-05 (before its accumulator was promoted to fp32 every 64 products) the FP8 stage test
   // followed the twin on 134 of 288 tokens instead of nearly all, and batch 1 gained nothing.
   GemvPolicy gemv_policy = GemvPolicy::kNever;
-  cudaEvent_t start = nullptr, stop = nullptr;
-
-  // Microseconds per call of `launch` on `stream`, after one untimed call.
-  float time_us(const std::function<void()>& launch, cudaStream_t stream) {
-    if (start == nullptr) {
-      CONVEYOR_CUDA_CHECK(cudaEventCreate(&start));
-      CONVEYOR_CUDA_CHECK(cudaEventCreate(&stop));
-    }
-    launch();
-    CONVEYOR_CUDA_CHECK(cudaEventRecord(start, stream));
-    for (int r = 0; r < kTuneRuns; ++r) launch();
-    CONVEYOR_CUDA_CHECK(cudaEventRecord(stop, stream));
-    CONVEYOR_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0.f;
-    CONVEYOR_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    return 1000.f * ms / kTuneRuns;
-  }
+  LaunchTimer timer;
 
   const Plan& plan(int64_t m, int64_t n, int64_t k) {
     auto& slot = plans[{m, n, k}];
@@ -109,25 +93,34 @@ Fp8GemmRunner::Fp8GemmRunner(void* workspace, size_t workspace_bytes) : impl_(st
 
 Fp8GemmRunner::~Fp8GemmRunner() {
   impl_->plans.clear();
-  // Destructors must not throw: errors here are ignored (the context may already be gone).
-  if (impl_->stop) cudaEventDestroy(impl_->stop);
-  if (impl_->start) cudaEventDestroy(impl_->start);
   if (impl_->handle) cublasLtDestroy(impl_->handle);
 }
 
-bool Fp8GemmRunner::small_m_uses_gemv(int64_t m, int64_t n, int64_t k, const std::function<void()>& gemv,
-                                      const std::function<void()>& lt, cudaStream_t stream) {
+std::optional<bool> Fp8GemmRunner::small_m_choice(int64_t m, int64_t n, int64_t k, cudaStream_t stream) const {
   if (m > kGemvMaxRows || impl_->gemv_policy == GemvPolicy::kNever) return false;
   if (impl_->gemv_policy == GemvPolicy::kAlways) return true;
-  const Impl::Shape shape{m, n, k};
-  if (auto it = impl_->small_m.find(shape); it != impl_->small_m.end()) return it->second.gemv_us <= it->second.lt_us;
+  if (auto it = impl_->small_m.find({m, n, k}); it != impl_->small_m.end())
+    return it->second.gemv_us <= it->second.lt_us;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
   if (capture != cudaStreamCaptureStatusNone) return true;
+  return std::nullopt;
+}
+
+bool Fp8GemmRunner::time_small_m(int64_t m, int64_t n, int64_t k, const std::function<void()>& gemv,
+                                 const std::function<void()>& lt, cudaStream_t stream) {
+  auto timed = [&](const std::function<void()>& launch) {
+    return impl_->timer.us(
+        [&] {
+          launch();
+          return true;
+        },
+        kGemmTimedRuns, stream);
+  };
   SmallMChoice choice;
-  choice.gemv_us = impl_->time_us(gemv, stream);
-  choice.lt_us = impl_->time_us(lt, stream);
-  impl_->small_m[shape] = choice;
+  choice.gemv_us = timed(gemv);
+  choice.lt_us = timed(lt);
+  impl_->small_m[{m, n, k}] = choice;
   return choice.gemv_us <= choice.lt_us;
 }
 

@@ -15,6 +15,7 @@
 
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/launch_timer.h"
 #include "kernels/gemm_tuning.h"
 #include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
@@ -55,15 +56,6 @@ struct ShapeKey {
            std::tie(o.m, o.n, o.k, o.ab, o.out, o.bias_epilogue, o.accumulate, o.align_x, o.align_w, o.align_y,
                     o.align_bias);
   }
-};
-
-// What timing chose for a bucket, and at which m.
-struct TunedChoice {
-  cublasLtMatmulAlgo_t algo = {};
-  int algo_index = 0;
-  bool gemv = false;
-  float best_us = -1.f;
-  int64_t timed_m = 0;
 };
 
 // The operands of one call.
@@ -118,19 +110,16 @@ struct GemmRunner::Impl {
   size_t workspace_bytes = 0;
   void* scratch = nullptr;    // the rest: y's copy while timing accumulating shapes
   size_t scratch_bytes = 0;
-  cudaEvent_t start = nullptr;
-  cudaEvent_t stop = nullptr;
+  LaunchTimer timer;
   bool autotune = true;
   bool gemv_capable = false;  // compute capability >= 8.0
   GemvPolicy gemv_policy = GemvPolicy::kAuto;
   std::map<ShapeKey, std::unique_ptr<Plan>> plans;
-  std::map<ShapeKey, TunedChoice> buckets;  // keyed with m = tuning_bucket(m)
+  std::map<ShapeKey, const Plan*> timed_buckets;  // the plan timed first in each bucket (m = its bucket)
 
   ~Impl() {
     plans.clear();
     // Destructors must not throw: errors here are ignored (the context may already be gone).
-    if (stop != nullptr) cudaEventDestroy(stop);
-    if (start != nullptr) cudaEventDestroy(start);
     if (handle != nullptr) cublasLtDestroy(handle);
   }
 
@@ -148,13 +137,11 @@ struct GemmRunner::Impl {
   void run_gemv(const ShapeKey& key, const Operands& o, cudaStream_t stream) const {
     gemv_cuda(o.y, key.out, o.x, o.w, o.bias, key.m, key.n, key.k, key.accumulate, key.ab, stream);
   }
-  template <typename Launch>
-  float time_us(Launch&& launch, cudaStream_t stream);
   void tune(Plan& plan, const ShapeKey& key, Operands o, cudaStream_t stream);
-  // Takes the choice timed for key's bucket, if there is one and cuBLASLt accepts its algorithm for
-  // this exact shape; true when the plan is now tuned.
+  // Takes the cuBLASLt algorithm timed for key's bucket, if there is one and cuBLASLt accepts it for
+  // this exact shape; true when the plan is now tuned. (Up to kGemvMaxRows a bucket is one m, so a
+  // timed gemv choice is never another shape's.)
   bool adopt_bucket(Plan& plan, const ShapeKey& key) const;
-  void remember_bucket(const Plan& plan, const ShapeKey& key);
 };
 
 namespace {
@@ -165,33 +152,19 @@ ShapeKey bucket_key(ShapeKey key) {
 }  // namespace
 
 bool GemmRunner::Impl::adopt_bucket(Plan& plan, const ShapeKey& key) const {
-  const auto it = buckets.find(bucket_key(key));
-  if (it == buckets.end()) return false;
-  const TunedChoice& c = it->second;
-  if (!c.gemv) {
-    cublasLtMatmulHeuristicResult_t check = {};
-    if (cublasLtMatmulAlgoCheck(handle, plan.op, plan.a, plan.b, plan.d, plan.d, &c.algo, &check) !=
-            CUBLAS_STATUS_SUCCESS ||
-        check.workspaceSize > workspace_bytes)
-      return false;
-    plan.algo = c.algo;
-  }
-  plan.algo_index = c.algo_index;
-  plan.gemv = c.gemv;
-  plan.best_us = -1.f;
-  plan.timed_m = c.timed_m;
+  const auto it = timed_buckets.find(bucket_key(key));
+  if (it == timed_buckets.end()) return false;
+  const Plan& timed = *it->second;
+  cublasLtMatmulHeuristicResult_t check = {};
+  if (cublasLtMatmulAlgoCheck(handle, plan.op, plan.a, plan.b, plan.d, plan.d, &timed.algo, &check) !=
+          CUBLAS_STATUS_SUCCESS ||
+      check.workspaceSize > workspace_bytes)
+    return false;
+  plan.algo = timed.algo;
+  plan.algo_index = timed.algo_index;
+  plan.timed_m = timed.timed_m;
   plan.tuned = true;
   return true;
-}
-
-void GemmRunner::Impl::remember_bucket(const Plan& plan, const ShapeKey& key) {
-  TunedChoice c;
-  c.algo = plan.algo;
-  c.algo_index = plan.algo_index;
-  c.gemv = plan.gemv;
-  c.best_us = plan.best_us;
-  c.timed_m = key.m;
-  buckets.emplace(bucket_key(key), c);
 }
 
 std::unique_ptr<GemmRunner::Plan> GemmRunner::Impl::make_plan(const ShapeKey& key, const void* bias) {
@@ -269,20 +242,6 @@ cublasStatus_t GemmRunner::Impl::matmul(const Plan& plan, const cublasLtMatmulAl
   return rc;
 }
 
-// Microseconds per call of `launch` (one warm-up, kTuneRuns timed runs); infinity if it fails.
-template <typename Launch>
-float GemmRunner::Impl::time_us(Launch&& launch, cudaStream_t stream) {
-  if (!launch()) return std::numeric_limits<float>::infinity();
-  CONVEYOR_CUDA_CHECK(cudaEventRecord(start, stream));
-  bool ok = true;
-  for (int r = 0; r < kTuneRuns && ok; ++r) ok = launch();
-  CONVEYOR_CUDA_CHECK(cudaEventRecord(stop, stream));
-  CONVEYOR_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0.f;
-  CONVEYOR_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  return ok ? 1000.f * ms / kTuneRuns : std::numeric_limits<float>::infinity();
-}
-
 // Times every cuBLASLt candidate and, when allowed, gemv; keeps the fastest cuBLASLt algorithm in
 // plan.algo and whether gemv beat it. A candidate that fails to launch is skipped; if all fail, the
 // heuristic's first stays and the real run reports. Accumulating runs write a scratch copy of y so
@@ -299,7 +258,8 @@ void GemmRunner::Impl::tune(Plan& plan, const ShapeKey& key, Operands o, cudaStr
   float best = std::numeric_limits<float>::infinity();
   for (int i = 0; i < plan.n_candidates; ++i) {
     const cublasLtMatmulAlgo_t& algo = plan.candidates[i].algo;
-    const float us = time_us([&] { return matmul(plan, algo, key, o, stream) == CUBLAS_STATUS_SUCCESS; }, stream);
+    const float us =
+        timer.us([&] { return matmul(plan, algo, key, o, stream) == CUBLAS_STATUS_SUCCESS; }, kTuneRuns, stream);
     if (us < best) {
       best = us;
       plan.algo = algo;
@@ -307,19 +267,19 @@ void GemmRunner::Impl::tune(Plan& plan, const ShapeKey& key, Operands o, cudaStr
     }
   }
   if (gemv_allowed(key)) {
-    const float us = time_us(
+    const float us = timer.us(
         [&] {
           run_gemv(key, o, stream);
           return true;
         },
-        stream);
+        kTuneRuns, stream);
     plan.gemv = us < best;
     if (plan.gemv) best = us;
   }
   plan.best_us = best < std::numeric_limits<float>::infinity() ? best : -1.f;
   plan.timed_m = key.m;
   plan.tuned = true;
-  remember_bucket(plan, key);
+  timed_buckets.emplace(bucket_key(key), &plan);
 }
 
 size_t gemm_workspace_bytes(int64_t max_m, int64_t max_accumulate_n, size_t lt_bytes) {
@@ -339,8 +299,6 @@ GemmRunner::GemmRunner(void* workspace, size_t workspace_bytes, size_t lt_bytes)
   impl_->scratch_bytes = workspace_bytes - lt_part;
   impl_->scratch = impl_->scratch_bytes > 0 ? static_cast<char*>(workspace) + lt_part : nullptr;
   CONVEYOR_CUBLAS_CHECK(cublasLtCreate(&impl_->handle));
-  CONVEYOR_CUDA_CHECK(cudaEventCreate(&impl_->start));
-  CONVEYOR_CUDA_CHECK(cudaEventCreate(&impl_->stop));
   int device = 0, major = 0;
   CONVEYOR_CUDA_CHECK(cudaGetDevice(&device));
   CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));

@@ -1,5 +1,5 @@
-// gemv_cuda and fp8_gemv_cuda (see gemv.h). Each warp multiplies a tile of 8 (or 16) rows of w by all tokens with the
-// m16n8k16 tensor-core mma: A = the 16 token rows of x (rows >= m repeat token 0 and are dropped),
+// gemv_cuda and fp8_gemv_cuda (see gemv.h). Each warp multiplies a tile of 8 (or 16) rows of w by all
+// tokens with the m16n8k16 tensor-core mma: A = the 16 token rows of x (rows >= m repeat token 0 and are dropped),
 // B = 8 rows of w, so w tiles are 8 rows (twice the CTAs of putting w in A). The k order inside an
 // mma is free, so a lane feeds it whole 16-byte packs (8 consecutive k) of x and w instead of the
 // 4-byte pairs the fragment layout names: every load is 16 bytes, every w byte is loaded once.
@@ -27,9 +27,9 @@
 namespace conveyor {
 namespace {
 
-using cuda_detail::from_f32;
 using cuda_detail::is_aligned16;
-using cuda_detail::to_f32;
+using cuda_detail::load_as_f32;
+using cuda_detail::store_from_f32;
 
 constexpr int kTileRows = 8;   // rows of w per mma (its N)
 constexpr int kLanePacks = 4;  // lanes sharing one row: a warp step covers 4 packs = 32 k per row
@@ -91,18 +91,6 @@ struct Epilogue {
   const float* b_scale;  // FP8 only: per output column
   bool accumulate;
 };
-
-__device__ __forceinline__ float load_f32(const void* p, DType dt, int64_t i) {
-  if (dt == DType::kBF16) return to_f32(static_cast<const __nv_bfloat16*>(p)[i]);
-  if (dt == DType::kF16) return to_f32(static_cast<const __half*>(p)[i]);
-  return static_cast<const float*>(p)[i];
-}
-
-__device__ __forceinline__ void store_f32(void* p, DType dt, int64_t i, float v) {
-  if (dt == DType::kBF16) static_cast<__nv_bfloat16*>(p)[i] = from_f32<__nv_bfloat16>(v);
-  else if (dt == DType::kF16) static_cast<__half*>(p)[i] = from_f32<__half>(v);
-  else static_cast<float*>(p)[i] = v;
-}
 
 // Lane (g = lane / 4, q = lane % 4) of a warp step at pack base s * 4 reads pack p = s * 4 + q of
 // w row (tile row g) and of x rows g and g + 8. With X, H the x packs and W the w pack, the two
@@ -242,9 +230,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     float sum = 0.f;
     for (int wi = 0; wi < warps; ++wi) sum += reinterpret_cast<const float*>(&partial[wi][t][src])[comp];
     if (ep.a_scale != nullptr) sum = sum * ep.a_scale[tok] * ep.b_scale[j];  // the order of the FP8 twin
-    if (ep.bias != nullptr) sum += load_f32(ep.bias, ep.bias_dt, j);
+    if (ep.bias != nullptr) sum += load_as_f32(ep.bias, ep.bias_dt, j);
     const int64_t idx = static_cast<int64_t>(tok) * n + j;
-    store_f32(ep.y, ep.out, idx, ep.accumulate ? load_f32(ep.y, ep.out, idx) + sum : sum);
+    store_from_f32(ep.y, ep.out, idx, ep.accumulate ? load_as_f32(ep.y, ep.out, idx) + sum : sum);
   }
 }
 
@@ -326,7 +314,8 @@ void fp8_gemv_cuda(void* y, DType out, const uint8_t* x, const float* x_scale, c
   CONVEYOR_CHECK(out == DType::kBF16 || out == DType::kF16 || out == DType::kF32, "fp8_gemv_cuda: output dtype ",
                  dtype_name(out), "; expected bf16, f16 or f32");
   CONVEYOR_CHECK(bias == nullptr || bias_dt == out || bias_dt == DType::kF32, "fp8_gemv_cuda: bias in ",
-                 dtype_name(bias_dt), " with output ", dtype_name(out), "; the bias must be in the output dtype or f32");
+                 dtype_name(bias_dt), " with output ", dtype_name(out),
+                 "; the bias must be in the output dtype or f32");
   CONVEYOR_CHECK(x_scale != nullptr && w_scale != nullptr, "fp8_gemv_cuda: null scales (x_scale or w_scale)");
   const int sm_count = check_launch("fp8_gemv_cuda", y, x, w, m, n, k, Elem<Fp8Codes>::kPack, 89,
                                     "e4m3 tensor-core mma (8.9 or newer): use Fp8GemmRunner (cuBLASLt)");

@@ -72,6 +72,15 @@ void on_stop_signal(int sig) {
   _exit(kExitInterrupted);
 }
 
+// The action install_stop_handlers installs for every stop signal.
+struct sigaction stop_action() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigfillset(&sa.sa_mask);  // one handler at a time: a second signal waits for the first to return
+  sa.sa_flags = SA_RESTART;
+  return sa;
+}
+
 // Rank 0 of the launcher's world (before MPI is up, the launcher's environment is all there is), or
 // a process started without a launcher.
 bool launcher_rank_is_zero() {
@@ -128,10 +137,7 @@ void install_stop_handlers() {
   const char* relay = std::getenv("CONVEYOR_SIGNAL_RELAY");
   g_relay = parse_signal_relay(relay ? relay : "");
   compose_handler_text();
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigfillset(&sa.sa_mask);  // one handler at a time: a second signal waits for the first to return
-  sa.sa_flags = SA_RESTART;
+  const struct sigaction sa = stop_action();
   for (size_t i = 0; i < kNumStopSignals; ++i) {
     CONVEYOR_CHECK(sigaction(kStopSignals[i], &sa, &g_previous[i]) == 0, "installing the handler for ",
                    signal_name(kStopSignals[i]), " failed: ", std::strerror(errno));
@@ -166,10 +172,7 @@ void begin_graceful_stop() {
       if (!g_installed || sigaction(sig, nullptr, &cur) != 0 || cur.sa_handler == on_stop_signal) continue;
       spdlog::warn("the {} handler was replaced after start-up (by a library); putting conveyor's back",
                    signal_name(sig));
-      struct sigaction sa {};
-      sa.sa_handler = on_stop_signal;
-      sigfillset(&sa.sa_mask);
-      sa.sa_flags = SA_RESTART;
+      const struct sigaction sa = stop_action();
       sigaction(sig, &sa, nullptr);
     }
     pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);

@@ -2,6 +2,7 @@
 #include "stages/cuda/cuda_fp8_linear.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -56,20 +57,18 @@ void fp8_linear_cuda(Ops& ops, Fp8GemmRunner& gemm, const TensorView& out, const
     fp8_scale_epilogue_cuda(y, out.dtype, sums.view().f32(), x_scale.view().f32(), w.scales, bias.data, bias.dtype,
                             m, n, acc, stream);
   };
-  if (m <= kGemvMaxRows) {
-    // Timing (first eager call of a shape only) writes a scratch output, so y is added to once.
-    auto timed = [&](auto& impl) {
+  std::optional<bool> gemv = gemm.small_m_choice(m, n, k, stream);
+  if (!gemv) {  // timing a shape's first eager call writes a scratch output, so y is added to once
+    auto into_scratch = [&](auto& impl) {
       return [&] {
         Tensor scratch = ops.empty(m, n, out.dtype);
         impl(scratch.view().data, false);
       };
     };
-    if (gemm.small_m_uses_gemv(m, n, k, timed(via_gemv), timed(via_lt), stream)) {
-      via_gemv(out.data, accumulate);
-      return;
-    }
+    gemv = gemm.time_small_m(m, n, k, into_scratch(via_gemv), into_scratch(via_lt), stream);
   }
-  via_lt(out.data, accumulate);
+  if (*gemv) via_gemv(out.data, accumulate);
+  else via_lt(out.data, accumulate);
 }
 
 }  // namespace conveyor

@@ -3,7 +3,7 @@
 // cuBLASLt e4m3 GEMM into an fp32 scratch and the scale epilogue into out (bias added, or
 // accumulated into the residual for linear_add), or, for decode's m <= kGemvMaxRows tokens, the FP8
 // gemv kernel that reads the codes once and writes out directly; the two are timed per shape
-// (Fp8GemmRunner::small_m_uses_gemv).
+// (Fp8GemmRunner::small_m_choice).
 #pragma once
 
 #include "kernels/cuda/fp8.h"

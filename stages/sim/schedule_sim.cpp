@@ -80,8 +80,7 @@ class PipelineModel {
   // Ranks of `stage` (all replicas, all TP ranks) on `node`.
   int ranks_on(int node, size_t stage) const { return ranks_on_node_[static_cast<size_t>(node)][stage]; }
 
-  std::vector<StageTime> times(const StepPlan& plan) const {
-    const StepWork work = work_of(plan);
+  std::vector<StageTime> times(const StepWork& work) const {
     const StepTimes st = step_times(spec_, w_, dev_, work);
     const double rows = work.decodes + work.prefill_tokens, act = rows * spec_.hidden * activation_bytes_;
     const double T = w_.tensor;
@@ -104,9 +103,8 @@ class PipelineModel {
   // GemmRunner times the first m of each tuning bucket on every stage (kernels/gemm_tuning.h): the
   // plan that meets a bucket first pays for it on each stage, the LM head's on the last. `layers` and
   // `head` hold the buckets met so far.
-  void charge_first_use(std::vector<StageTime>& t, const StepPlan& plan, std::set<int64_t>& layers,
+  void charge_first_use(std::vector<StageTime>& t, const StepWork& work, std::set<int64_t>& layers,
                         std::set<int64_t>& head) const {
-    const StepWork work = work_of(plan);
     const double rows = work.decodes + work.prefill_tokens;
     if (rows > 0 && layers.insert(gemm_tuning_bucket(std::llround(rows))).second) {
       const double cost = layer_gemm_tuning_time(spec_, w_, dev_, rows);
@@ -264,8 +262,9 @@ class EventLoop {
 
   void submit(double t, StepPlan plan) {
     Flight f;
-    f.t = model_.times(plan);
-    model_.charge_first_use(f.t, plan, tuned_layers_, tuned_head_);
+    const StepWork work = work_of(plan);
+    f.t = model_.times(work);
+    model_.charge_first_use(f.t, work, tuned_layers_, tuned_head_);
     f.plan = std::move(plan);
     f.arrived.assign(P_, false);
     f.arrived[0] = true;

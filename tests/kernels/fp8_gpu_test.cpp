@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/fp8.h"
@@ -169,25 +171,20 @@ TEST(Fp8Gpu, SmallMGemvEqualsTwin) {
 TEST(Fp8Gpu, RunnerRacesGemvAgainstCublasLtPerShape) {
   TestBuffer workspace(kGemmLtWorkspaceBytes);
   Fp8GemmRunner gemm(workspace.get(), workspace.bytes());
-  int gemv_calls = 0, lt_calls = 0;
-  auto never = [] {};
-  EXPECT_FALSE(gemm.small_m_uses_gemv(1, 64, 64, never, never, nullptr));  // the default: cuBLASLt
+  EXPECT_EQ(gemm.small_m_choice(1, 64, 64, nullptr), false);  // the default: cuBLASLt
   gemm.set_gemv_policy(GemvPolicy::kAuto);
-  auto gemv = [&] { ++gemv_calls; };
-  auto lt = [&] { ++lt_calls; };
-  const bool first = gemm.small_m_uses_gemv(1, 4096, 4096, gemv, lt, nullptr);
+  EXPECT_EQ(gemm.small_m_choice(1, 4096, 4096, nullptr), std::nullopt);  // not timed yet
+  int gemv_calls = 0, lt_calls = 0;
+  const bool first = gemm.time_small_m(1, 4096, 4096, [&] { ++gemv_calls; }, [&] { ++lt_calls; }, nullptr);
   EXPECT_GT(gemv_calls, 1);  // timed: one untimed call, then the timed ones
   EXPECT_EQ(gemv_calls, lt_calls);
   EXPECT_NE(gemm.describe().find("m=1 n=4096 k=4096 e4m3: "), std::string::npos) << gemm.describe();
-  gemv_calls = lt_calls = 0;
-  EXPECT_EQ(gemm.small_m_uses_gemv(1, 4096, 4096, gemv, lt, nullptr), first);  // cached: no more launches
-  EXPECT_EQ(gemv_calls + lt_calls, 0);
-  EXPECT_FALSE(gemm.small_m_uses_gemv(17, 4096, 4096, gemv, lt, nullptr));  // past the gemv's rows
+  EXPECT_EQ(gemm.small_m_choice(1, 4096, 4096, nullptr), first);  // cached
+  EXPECT_EQ(gemm.small_m_choice(17, 4096, 4096, nullptr), false);  // past the gemv's rows
   gemm.set_gemv_policy(GemvPolicy::kNever);
-  EXPECT_FALSE(gemm.small_m_uses_gemv(2, 4096, 4096, gemv, lt, nullptr));
+  EXPECT_EQ(gemm.small_m_choice(2, 4096, 4096, nullptr), false);
   gemm.set_gemv_policy(GemvPolicy::kAlways);
-  EXPECT_TRUE(gemm.small_m_uses_gemv(2, 4096, 4096, gemv, lt, nullptr));
-  EXPECT_EQ(gemv_calls + lt_calls, 0);
+  EXPECT_EQ(gemm.small_m_choice(2, 4096, 4096, nullptr), true);
 }
 
 TEST(Fp8Gpu, GemmRefusesUnalignedShapes) {
