@@ -44,6 +44,9 @@ constexpr int kSweeps = 3;               // core-sharing sweeps over k
 constexpr auto kSharingWindow = std::chrono::milliseconds(250);
 constexpr int kHops = 30;
 constexpr auto kHopBusy = std::chrono::milliseconds(8);
+// Before each hop the sender (and, for busy_hop, the other computing ranks) computes this long while
+// rank 1 already waits, as a stage waits through its predecessor's compute: 2, 3, ... 9 ms in turn.
+constexpr int kHopLeadMinMs = 2, kHopLeadSpreadMs = 8;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -321,11 +324,12 @@ void polite_barrier(MPI_Comm comm) {
   }
 }
 
-// One pipeline hop as a stage lives it: rank 0 of the node posts a micro-batch's three messages (header,
-// plan words, 4 KiB of hidden states: a decode step's, in eager-sized pieces) and goes on computing for
-// kHopBusy, its sends completing without it; rank 1, waiting as a stage waits (wait_politely), takes
-// them. Seconds from the send to rank 1 holding the hidden states, mean of kHops. With `cores_taken` ranks 2, 3, ...
-// compute meanwhile so that, with the sender, the node's CPUs are all taken when rank 1 wakes.
+// One pipeline hop as a stage lives it: rank 1 starts waiting as a stage waits (wait_politely) while
+// rank 0 of the node computes for a lead of 2-9 ms (a predecessor's step), then posts a micro-batch's three
+// messages (header, plan words, 4 KiB of hidden states: a decode step's, in eager-sized pieces) and goes
+// on computing for kHopBusy; rank 1 takes them. Seconds from the send to rank 1 holding the hidden
+// states, mean of kHops. With `cores_taken` ranks 2, 3, ... compute from the start, so that, with the
+// sender, the node's CPUs are all taken while rank 1 waits and wakes.
 double hop_time(MpiCommunicator& comm, GemmBench& gemm, bool cores_taken) {
   const int rank = comm.rank();
   const int cpus = static_cast<int>(std::thread::hardware_concurrency());
@@ -339,9 +343,12 @@ double hop_time(MpiCommunicator& comm, GemmBench& gemm, bool cores_taken) {
   std::vector<double> t;
   for (int h = 0; h < kHops; ++h) {
     polite_barrier(comm.comm());
-    const auto t0 = Clock::now();
+    const auto lead = std::chrono::milliseconds(kHopLeadMinMs + h % kHopLeadSpreadMs);
+    const auto t0 = Clock::now() + lead;
     if (rank == 0) {
-      header = {std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count(), 64};
+      compute(t0);
+      const auto sent_at = Clock::now();
+      header = {std::chrono::duration_cast<std::chrono::nanoseconds>(sent_at.time_since_epoch()).count(), 64};
       std::vector<std::unique_ptr<CommRequest>> sent;
       sent.push_back(comm.isend(header.data(), 2, DType::kI64, 1, nullptr));
       sent.push_back(comm.isend(words.data(), words.size(), DType::kI64, 1, nullptr));
@@ -438,8 +445,9 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
                      "spinning; per k the best of 3 windows of the mean rate; speed = rate / rate alone"},
           {"cpus", static_cast<int>(std::thread::hardware_concurrency())}, {"ranks", size}, {"speed", speed},
           {"points", points}, {"hop_us", hop * 1e6}, {"busy_hop_us", busy_hop * 1e6},
-          {"hop_method", "a pipeline hop: rank 0 posts header, 64 plan words and 4 KiB of hidden states and computes "
-                         "on (eager-sized pieces, as the pipeline sends), rank 1 waits politely and receives them; mean "
+          {"hop_method", "a pipeline hop: rank 1 waits politely while rank 0 computes for 2-9 ms, then posts header, "
+                         "64 plan words and 4 KiB of hidden states and computes on (eager-sized pieces, as the pipeline "
+                         "sends), rank 1 receives them; mean "
                          "of 30 send-to-received times with the node's other ranks idle (hop_us) and with ranks 2, 3, "
                          "... computing so that the node's CPUs are all taken (busy_hop_us)"}};
 }

@@ -179,19 +179,30 @@ StepResult PipelineStage::sample_and_score(const StepPlan& plan, const Tensor& l
   return result;
 }
 
-void PipelineStage::flush_sends() {
-  WaitGuard scope(outgoing_.empty() ? nullptr : watchdog_, "send",
-                  "micro-batch " + std::to_string(last_step_) + " to stage " + std::to_string(stage_ + 1));
-  for (auto& o : outgoing_)
-    for (auto& r : o->requests) r->wait();
-  outgoing_.clear();
+bool PipelineStage::Outgoing::done() {
+  for (auto& r : requests)
+    if (!r->done()) return false;
+  return true;
 }
+
+void PipelineStage::settle_sends(size_t keep) {
+  while (!outgoing_.empty() && outgoing_.front()->done()) outgoing_.pop_front();
+  if (outgoing_.size() <= keep) return;
+  WaitGuard scope(watchdog_, "send", "micro-batch " + std::to_string(last_step_) + " to stage " +
+                                         std::to_string(is_last() ? 0 : stage_ + 1));
+  while (outgoing_.size() > keep) {
+    for (auto& r : outgoing_.front()->requests) r->wait();
+    outgoing_.pop_front();
+  }
+}
+
+void PipelineStage::flush_sends() { settle_sends(0); }
 
 void PipelineStage::send_down(int64_t step, std::vector<int64_t> words, const Tensor& hidden) {
   const double t0 = timeline_.now();
-  // The previous micro-batch's sends must be complete before more pile up: what is left of them is
-  // time this stage spends sending.
-  flush_sends();
+  // At most max_outgoing_ micro-batches' sends in flight: waiting for the oldest is time this stage
+  // spends sending.
+  settle_sends(max_outgoing_ - 1);
   auto o = std::make_unique<Outgoing>();
   o->words = std::move(words);
   o->hidden = hidden;
@@ -217,6 +228,7 @@ void PipelineStage::send_result(const StepResult& result) {
     return;
   }
   const double t0 = timeline_.now();
+  settle_sends(max_outgoing_ - 1);
   auto o = std::make_unique<Outgoing>();
   o->words = result.encode();
   o->header = {static_cast<int64_t>(o->words.size()), 0};
@@ -479,6 +491,7 @@ PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& mode
   if (world.rank() == 0 && !kv_line.empty()) spdlog::info("{}", kv_line);
   parts.stage->set_cuda_graphs(opt.cuda_graphs);
   parts.stage->set_profile_step(opt.profile_step);
+  if (backend == Backend::kCpu) parts.stage->set_max_outgoing(kCpuOutgoingMicroBatches);
   parts.micro_batches = micro_batches_for(opt.micro_batches, layout.pipeline);
   CONVEYOR_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
   parts.stage->start_clock();

@@ -67,6 +67,8 @@ class PipelineStage {
   void set_cuda_graphs(bool on) { model_->set_graphs(on); }
   // runtime.profile_step: the step whose kernels a profiler started with collection off records.
   void set_profile_step(int64_t step) { profile_step_ = step; }
+  // Micro-batches whose sends may be in flight before this stage waits for the oldest (>= 1).
+  void set_max_outgoing(size_t n) { max_outgoing_ = n < 1 ? 1 : n; }
   // Arms the watchdog's deadline around every wait for a peer (not owned; may be null).
   void set_watchdog(Watchdog* watchdog) { watchdog_ = watchdog; }
   // Call on every rank right after a barrier: the spans' common origin.
@@ -90,11 +92,15 @@ class PipelineStage {
     std::vector<int64_t> words;
     Tensor hidden;
     std::vector<std::unique_ptr<CommRequest>> requests;
+    bool done();  // every request complete (tests, does not wait)
   };
   void run(const StepPlan& plan, const std::vector<int64_t>& words, const Tensor& input);
   StepResult sample_and_score(const StepPlan& plan, const Tensor& logits);
   void send_down(int64_t step, std::vector<int64_t> words, const Tensor& hidden);
   void send_result(const StepResult& result);
+  // Drops the outgoing micro-batches whose sends are complete, then waits for the oldest while more
+  // than `keep` are left. flush_sends: all of them.
+  void settle_sends(size_t keep);
   void flush_sends();
   StepPlan receive_from_leader(std::vector<int64_t>* words);
   StepPlan receive_from_previous(std::vector<int64_t>* words, Tensor* hidden);
@@ -121,6 +127,11 @@ class PipelineStage {
   std::vector<float> score_rows_;         // scored prompt rows on the host, reused across steps
   std::deque<StepResult> local_results_;  // pp = 1: the leader samples itself
   std::deque<std::unique_ptr<Outgoing>> outgoing_;
+  // Micro-batches whose sends may be in flight at once: 1 on GPUs (a send is ordered on the
+  // communication stream, the host does not wait; the payload copy is freed in stream order), more on
+  // the CPU backend, where MPI's shared-memory transport completes a send only once the receiver has
+  // taken it (stages/cpu_transport.h): a stage would otherwise wait for a busy successor.
+  size_t max_outgoing_ = 1;
   std::array<int64_t, 2> next_header_{};
   std::unique_ptr<CommRequest> next_header_request_;
   bool shut_down_ = false;
