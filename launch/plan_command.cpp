@@ -120,6 +120,7 @@ int run_cluster(const po::variables_map& vm, const Config& cfg, const StageOptio
   w.max_num_seqs = opt.max_num_seqs;
   w.max_num_batched_tokens = opt.max_num_batched_tokens;
   w.enable_chunked_prefill = cfg.get_bool("scheduler.enable_chunked_prefill");
+  w.gemm_warmup = cfg.get_bool("runtime.gemm_warmup");
   w.block_size = opt.block_size;
   w.memory_utilization = opt.gpu_memory_utilization;
   w.cpu_kv_cache_gib = opt.cpu_kv_cache_space_gib;

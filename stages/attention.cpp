@@ -33,4 +33,9 @@ void Attention::forward(Ops& ops, const TensorView& x, const KvLayerView& cache,
   o_.forward_add(ops, attn.view(), residual);
 }
 
+void Attention::warm_up(Ops& ops, int64_t rows) const {
+  qkv_.warm_up(ops, rows);
+  o_.warm_up(ops, rows);
+}
+
 }  // namespace conveyor

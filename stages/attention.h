@@ -15,6 +15,7 @@ class Attention {
   Attention(const ModelTraits& traits, int layer, WeightBank& weights, Communicator* tp);
   // x: normed hidden states [tokens, hidden]; residual [tokens, hidden] += the block's output.
   void forward(Ops& ops, const TensorView& x, const KvLayerView& cache, const TensorView& residual) const;
+  void warm_up(Ops& ops, int64_t rows) const;  // the projections' GEMMs (StageModel::warm_up_gemms)
 
  private:
   ColumnParallelLinear qkv_;  // this rank's q rows | k rows | v rows: one GEMM

@@ -193,6 +193,9 @@ class Ops {
   // captured after it replays with any later step's values of that layout. graph_safe: whether every
   // launch of a step over `batch` depends only on what set_batch_fixed puts in device memory.
   virtual bool supports_graphs() const { return false; }
+  // Whether a GEMM shape's first use times candidate algorithms (GemmRunner): a start-up warm-up
+  // (StageModel::warm_up_gemms) then moves that cost out of the run.
+  virtual bool tunes_on_first_use() const { return false; }
   virtual bool graph_safe(const BatchInfo& batch) const { (void)batch; return false; }
   virtual void set_batch_fixed(const BatchInfo& batch) { set_batch(batch); }
   // Records the ops `body` enqueues (not run now). Tensors allocated inside come from memory private

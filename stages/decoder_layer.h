@@ -14,6 +14,12 @@ class DecoderLayer {
   int index() const { return index_; }
   // residual: [tokens, hidden], in and out.
   void forward(Ops& ops, const TensorView& residual, const KvLayerView& cache) const;
+  static constexpr int kGemms = 4;  // q|k|v, o, gate|up, down
+  // The layer's kGemms GEMMs at `rows` rows on scratch activations: no norm, attention or cache write.
+  void warm_up(Ops& ops, int64_t rows) const {
+    attention_.warm_up(ops, rows);
+    mlp_.warm_up(ops, rows);
+  }
 
  private:
   int index_;

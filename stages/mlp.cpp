@@ -22,4 +22,9 @@ void Mlp::forward(Ops& ops, const TensorView& x, const TensorView& residual) con
   down_.forward_add(ops, act.view(), residual);
 }
 
+void Mlp::warm_up(Ops& ops, int64_t rows) const {
+  gate_up_.warm_up(ops, rows);
+  down_.warm_up(ops, rows);
+}
+
 }  // namespace conveyor

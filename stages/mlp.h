@@ -15,6 +15,7 @@ class Mlp {
   Mlp(const ModelTraits& traits, int layer, WeightBank& weights, Communicator* tp);
   // x: normed hidden states [tokens, hidden]; residual [tokens, hidden] += the MLP's output.
   void forward(Ops& ops, const TensorView& x, const TensorView& residual) const;
+  void warm_up(Ops& ops, int64_t rows) const;  // the projections' GEMMs (StageModel::warm_up_gemms)
 
  private:
   ColumnParallelLinear gate_up_;

@@ -30,6 +30,12 @@ Tensor ColumnParallelLinear::forward(Ops& ops, const TensorView& x) const {
   return y;
 }
 
+void ColumnParallelLinear::warm_up(Ops& ops, int64_t rows) const {
+  Tensor x = ops.empty(rows, weight_.cols());
+  Tensor y = ops.empty(rows, weight_.rows());
+  ops.linear(y.view(), x.view(), weight_.view(), bias_.view());
+}
+
 RowParallelLinear::RowParallelLinear(Tensor weight, Communicator* tp) : weight_(std::move(weight)), tp_(tp) {}
 
 Tensor RowParallelLinear::forward(Ops& ops, const TensorView& x) const {
@@ -46,6 +52,16 @@ void RowParallelLinear::forward_add(Ops& ops, const TensorView& x, const TensorV
   }
   Tensor y = forward(ops, x);
   ops.add(residual, residual, y.view());
+}
+
+void RowParallelLinear::warm_up(Ops& ops, int64_t rows) const {
+  Tensor x = ops.empty(rows, weight_.cols());
+  Tensor y = ops.empty(rows, weight_.rows());
+  if (!distributed(tp_)) {
+    ops.linear_add(y.view(), x.view(), weight_.view());
+  } else {
+    ops.linear(y.view(), x.view(), weight_.view(), TensorView{});
+  }
 }
 
 VocabParallelEmbedding::VocabParallelEmbedding(Tensor table, int vocab_size, int vocab_start, Communicator* tp)
@@ -91,6 +107,12 @@ Tensor ParallelLmHead::forward(Ops& ops, const TensorView& x) const {
     if (count > 0) ops.copy_cols(logits.view(), begin, all.view().row_slice(rank * n, n), 0, count);
   }
   return logits;
+}
+
+void ParallelLmHead::warm_up(Ops& ops, int64_t rows) const {
+  Tensor x = ops.empty(rows, weight_.cols());
+  Tensor logits = ops.empty(rows, weight_.rows(), DType::kF32);
+  ops.linear(logits.view(), x.view(), weight_.view(), TensorView{});
 }
 
 }  // namespace conveyor

@@ -20,6 +20,8 @@ class ColumnParallelLinear {
   int64_t out_features() const { return weight_.rows(); }  // this rank's
   int64_t in_features() const { return weight_.cols(); }
   Tensor forward(Ops& ops, const TensorView& x) const;  // [tokens, out_local]
+  // forward's GEMM at `rows` rows on scratch activations (StageModel::warm_up_gemms).
+  void warm_up(Ops& ops, int64_t rows) const;
 
  private:
   Tensor weight_;
@@ -36,6 +38,8 @@ class RowParallelLinear {
   // residual [tokens, out] += y. Without TP the GEMM accumulates into the residual (Ops::linear_add);
   // with TP the partial products are all-reduced first, then added.
   void forward_add(Ops& ops, const TensorView& x, const TensorView& residual) const;
+  // forward_add's GEMM at `rows` rows on scratch activations, without the all-reduce.
+  void warm_up(Ops& ops, int64_t rows) const;
 
  private:
   Tensor weight_;
@@ -65,6 +69,8 @@ class ParallelLmHead {
   ParallelLmHead(Tensor weight, int vocab_size, Communicator* tp);  // weight [shard_rows, hidden]
   // Logits [x.rows, vocab], fp32, in backend memory (the sampler reads them there).
   Tensor forward(Ops& ops, const TensorView& x) const;
+  // forward's GEMM at `rows` rows on scratch activations, without the all-gather.
+  void warm_up(Ops& ops, int64_t rows) const;
 
  private:
   Tensor weight_;

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <optional>
 #include <string>
@@ -70,6 +71,10 @@ PipelineStage::PipelineStage(const ModelSpec& spec, const WeightShare& share, We
 }
 
 PipelineStage::~PipelineStage() = default;
+
+int64_t PipelineStage::warm_up_gemms(int64_t max_tokens, int64_t max_logit_rows) {
+  return model_->warm_up_gemms(max_tokens, max_logit_rows);
+}
 
 void PipelineStage::run(const StepPlan& plan, const std::vector<int64_t>& words, const Tensor& input) {
   const bool samples = is_last() && tp_rank_ == 0;
@@ -490,6 +495,15 @@ PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& mode
   const std::string kv_line = parts.stage->kv_cache_line();
   if (world.rank() == 0 && !kv_line.empty()) spdlog::info("{}", kv_line);
   parts.stage->set_cuda_graphs(opt.cuda_graphs);
+  if (opt.gemm_warmup) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t calls = parts.stage->warm_up_gemms(parts.batch.max_num_batched_tokens, parts.batch.max_num_seqs);
+    if (calls > 0 && world.rank() == 0)
+      spdlog::info("GEMM warm-up: {} GEMM calls at up to {} rows timed each shape's algorithms in {:.2f} s "
+                   "(runtime.gemm_warmup=false leaves that to the run's first steps)",
+                   calls, parts.batch.max_num_batched_tokens,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
   parts.stage->set_profile_step(opt.profile_step);
   if (backend == Backend::kCpu) parts.stage->set_max_outgoing(kCpuOutgoingMicroBatches);
   parts.micro_batches = micro_batches_for(opt.micro_batches, layout.pipeline);

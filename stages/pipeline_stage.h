@@ -65,6 +65,9 @@ class PipelineStage {
   const StageTimeline& timeline();
   // runtime.cuda_graphs: decode steps as CUDA graphs (StageModel::set_graphs).
   void set_cuda_graphs(bool on) { model_->set_graphs(on); }
+  // runtime.gemm_warmup: StageModel::warm_up_gemms (its timing waits for the GPU; the last GEMMs may
+  // still run); the GEMM calls made.
+  int64_t warm_up_gemms(int64_t max_tokens, int64_t max_logit_rows);
   // runtime.profile_step: the step whose kernels a profiler started with collection off records.
   void set_profile_step(int64_t step) { profile_step_ = step; }
   // Micro-batches whose sends may be in flight before this stage waits for the oldest (>= 1).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "kernels/gemm_tuning.h"
 #include "runtime/core/error.h"
 #include "runtime/model/weights_kv_scales.h"
 
@@ -88,6 +89,24 @@ KvLayerView StageModel::kv_view(int layer) const {
   KvLayerView v{cache_.k_data(layer), cache_.v_data(layer), cache_.shape(), cache_.dtype(), cache_.scales(layer)};
   if (kv_scales_pending_) v.calibrate = &calculated_.at(static_cast<size_t>(layer - cache_.first_layer()));
   return v;
+}
+
+int64_t StageModel::warm_up_gemms(int64_t max_tokens, int64_t max_logit_rows) {
+  if (!ops_.tunes_on_first_use()) return 0;
+  int64_t calls = 0;
+  if (!layers_.empty()) {
+    for (int64_t rows : gemm_warmup_rows(max_tokens)) {
+      layers_.front().warm_up(ops_, rows);
+      calls += DecoderLayer::kGemms;
+    }
+  }
+  if (is_last()) {
+    for (int64_t rows : gemm_warmup_rows(std::min(max_logit_rows, max_tokens))) {
+      lm_head_.warm_up(ops_, rows);
+      ++calls;
+    }
+  }
+  return calls;
 }
 
 Tensor StageModel::run(const StepPlan& plan, const Tensor& input, Tensor* logits) {

@@ -39,6 +39,13 @@ class StageModel {
   // memory: the sampled rows in plan order, then the scored prompt rows in plan order; an empty
   // tensor when there are none), else leaves them untouched.
   Tensor run(const StepPlan& plan, const Tensor& input, Tensor* logits);
+  // runtime.gemm_warmup: when the backend times a GEMM shape's first use (Ops::tunes_on_first_use), runs
+  // each of the stage's GEMM shapes once at every row count of gemm_warmup_rows (kernels/gemm_tuning.h):
+  // the layers' up to max_tokens rows, the LM head's up to min(max_logit_rows, max_tokens), on scratch
+  // activations (no norm, attention, collective or cache write: the model's state is untouched), so the
+  // run's steps find every shape timed. One layer speaks for all: a stage's layers share their shapes.
+  // Returns the GEMM calls made (0 when the backend does not tune).
+  int64_t warm_up_gemms(int64_t max_tokens, int64_t max_logit_rows);
   // run() with the logits copied to the host (tests and the CPU runner).
   Tensor forward(const StepPlan& plan, const Tensor& input, std::vector<float>* logits);
 

@@ -49,6 +49,7 @@ StageOptions StageOptions::from_config(const Config& c) {
   o.weights.seed = static_cast<uint64_t>(c.get_int("runtime.seed"));
   o.weights.check_finite = c.get_bool("model.check_finite");
   o.cuda_graphs = c.get_bool("runtime.cuda_graphs");
+  o.gemm_warmup = c.get_bool("runtime.gemm_warmup");
   o.fp8_gemv = c.get_string("runtime.fp8_gemv");
   o.profile_step = c.get_int("runtime.profile_step");
   return o;

@@ -47,6 +47,7 @@ struct StageOptions {
   WeightOrigin weights;        // model.load_format == dummy, model.path, runtime.seed
   // runtime.*
   bool cuda_graphs = true;     // runtime.cuda_graphs
+  bool gemm_warmup = true;     // runtime.gemm_warmup
   std::string fp8_gemv = "off";  // runtime.fp8_gemv: off | auto | on
   int64_t profile_step = -1;   // runtime.profile_step
 

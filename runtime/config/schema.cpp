@@ -129,6 +129,9 @@ std::vector<KeySpec> io_and_runtime_keys() {
                  "FP8 linears of <= 16 tokens through the FP8 gemv kernel: off (cuBLASLt), auto (timed against "
                  "cuBLASLt per shape), on; off until measured on an H200"),
              {"off", "auto", "on"}),
+      key("runtime.gemm_warmup", VT::kBool, "true",
+          "at start-up, run every GEMM shape of a stage at each tuning bucket up to max_num_batched_tokens "
+          "(kernels/gemm_tuning.h), so that the run's steps time no cuBLASLt candidates (CUDA backend)"),
       key("runtime.cuda_graphs", VT::kBool, "true",
           "replay decode steps as CUDA graphs per batch bucket (tp = 1 stages); --enforce-eager turns it off"),
       ranged(key("runtime.profile_step", VT::kInt, "-1",

@@ -88,6 +88,7 @@ class CudaOps final : public Ops {
   }
 
   bool supports_graphs() const override { return true; }
+  bool tunes_on_first_use() const override { return true; }
   bool graph_safe(const BatchInfo& b) const override;
   void set_batch_fixed(const BatchInfo& b) override { stage_batch(b, true); }
   std::unique_ptr<OpsGraph> capture(const std::function<void()>& body) override;

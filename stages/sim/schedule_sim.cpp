@@ -156,6 +156,11 @@ class EventLoop {
       sched_.add(i, std::vector<int32_t>(static_cast<size_t>(w.input_len), 1), w.input_len + w.output_len);
     const auto failed = sched_.take_failed();
     CONVEYOR_CHECK(failed.empty(), "simulated request refused: ", failed.empty() ? "" : failed.front().error);
+    if (w.gemm_warmup) {  // the buckets the start-up warm-up timed (StageModel::warm_up_gemms)
+      for (int64_t rows : gemm_warmup_rows(w.max_num_batched_tokens)) tuned_layers_.insert(gemm_tuning_bucket(rows));
+      for (int64_t rows : gemm_warmup_rows(std::min(w.max_num_seqs, w.max_num_batched_tokens)))
+        tuned_head_.insert(gemm_tuning_bucket(rows));
+    }
   }
 
   void run() {

@@ -28,6 +28,7 @@ struct SimWorkload {
   int64_t max_num_seqs = 256;             // 0: per layout, from its KV room (choose_batch), as a run does
   int64_t max_num_batched_tokens = 8192;  // 0: auto
   bool enable_chunked_prefill = true;
+  bool gemm_warmup = true;  // runtime.gemm_warmup: GEMM tuning at start-up, none charged to the run
   int block_size = 16;
   double memory_utilization = 0.9;
   double cpu_kv_cache_gib = 4.0;  // a CPU rank's KV pool (cache.cpu_kv_cache_space)

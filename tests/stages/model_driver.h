@@ -53,6 +53,10 @@ class ModelDriver : public ModelHarness {
   const KvCache& kv_cache() const { return *cache_; }
   // cache.calculate_kv_scales: the next step's K and V give the FP8 cache's scales.
   void calculate_kv_scales() { model_->calculate_kv_scales(); }
+  // runtime.gemm_warmup (StageModel::warm_up_gemms).
+  int64_t warm_up_gemms(int64_t max_tokens, int64_t max_logit_rows) {
+    return model_->warm_up_gemms(max_tokens, max_logit_rows);
+  }
 
   StepOutput step(StepPlan plan) override {
     StepOutput out;

@@ -39,9 +39,10 @@ StepTimes one_seq_step(const ModelSpec& s, const ClusterSpec& c, int tensor, int
   return step_times(s, w, c.ceilings(), k);
 }
 
-// GemmRunner's first-use timing that one sequence's step i (`rows` new tokens) costs a stage: its
-// layers' shapes at the prefill's rows and again at the first decode's one row (another bucket), the
-// LM head's (one logit row every step) at step 0 on the last stage.
+// GemmRunner's first-use timing that one sequence's step i (`rows` new tokens) costs a stage without the
+// start-up warm-up (runtime.gemm_warmup=false): its layers' shapes at the prefill's rows and again at the
+// first decode's one row (another bucket), the LM head's (one logit row every step) at step 0 on the last
+// stage.
 double first_use(const ModelSpec& s, const ClusterSpec& c, int pipeline, int step, int rows, bool last) {
   Workload w;
   w.pipeline = pipeline;
@@ -55,16 +56,22 @@ TEST(ScheduleSim, OneRequestOneStageIsTheSumOfItsSteps) {
   const ClusterSpec c = cluster("h200-1.yaml");
   SimWorkload w;
   w.num_prompts = 1, w.input_len = 37, w.output_len = 9;
+  w.gemm_warmup = false;
   const SimResult r = simulate_layout(s, c, w, SimLayout{});
   ASSERT_TRUE(r.fits) << r.why_not;
-  double want = 0, first = 0;
+  double want = 0, first = 0, tuning = 0;
   for (int i = 0; i < w.output_len; ++i) {
     const int start = i == 0 ? 0 : static_cast<int>(w.input_len) + i - 1;
     const int rows = i == 0 ? static_cast<int>(w.input_len) : 1;
     const StepTimes t = one_seq_step(s, c, 1, 1, start, rows);
+    tuning += first_use(s, c, 1, i, rows, true);
     want += s.layers * t.layer + t.embed + t.head + c.gpu.measured.step_overhead_s + first_use(s, c, 1, i, rows, true);
     if (i == 0) first = want;
   }
+  EXPECT_GT(tuning, 0.0);
+  // With the start-up warm-up (the default) the run times no GEMM: the same steps, less the tuning.
+  w.gemm_warmup = true;
+  EXPECT_NEAR(simulate_layout(s, c, w, SimLayout{}).elapsed_s, want - tuning, 1e-12 * want);
   EXPECT_NEAR(r.elapsed_s, want, 1e-12 * want);
   EXPECT_NEAR(r.ttft_p50, first, 1e-12 * want);
   EXPECT_NEAR(r.tpot_p50, (want - first) / (w.output_len - 1), 1e-9);
@@ -79,6 +86,7 @@ TEST(ScheduleSim, OneRequestTwoStagesPaysEveryEdgeEachToken) {
   ClusterSpec c = cluster("h200-8x8-ib.yaml");
   SimWorkload w;
   w.num_prompts = 1, w.input_len = 16, w.output_len = 5;
+  w.gemm_warmup = false;
   SimLayout l;
   l.pipeline = 2;
   const SimResult r = simulate_layout(s, c, w, l);
@@ -199,6 +207,7 @@ nlohmann::json measured(const Measured& m) {
 SimResult predicted(const Measured& m) {
   SimWorkload w;
   w.num_prompts = m.prompts, w.input_len = m.input, w.output_len = m.output, w.max_num_seqs = m.max_num_seqs;
+  w.gemm_warmup = false;  // these runs predate runtime.gemm_warmup: their first steps timed the GEMMs
   return simulate_layout(model("llama-3-8b.yaml"), cluster("h200-1.yaml"), w, SimLayout{});
 }
 
