@@ -10,7 +10,8 @@ for pp 1, 2, 3, 4 and pp 2 x tp 2: `conveyor bench throughput` on the CPU backen
 model shape, the split planned from the same doctor JSON) and `conveyor plan --cluster` for the same
 layout and workload. The table compares output tok/s (within 20%) and every stage's bubble (within 5
 points), and checks that the simulator took the run's split and made the run's scheduler plans. Writes
-OUT/sim_cpu.json and OUT/sim_cpu.md. --check: exit 1 when a row is outside the bounds (after --retries
+OUT/sim_cpu.json and OUT/sim_cpu.md, and per layout the run's --trace (trace_ppP_tpT.json) beside the
+simulated one (sim_trace_ppP_tpT.json, `conveyor plan --trace`) for benchmarks/plot_trace.py or Perfetto. --check: exit 1 when a row is outside the bounds (after --retries
 reruns of that row, each with a fresh doctor: timings move with the host's load, the schedule does not).
 Nothing is fitted to a run: the simulator sees only the doctor JSON."""
 import argparse
@@ -68,7 +69,8 @@ def bench(conveyor, out, size, doctor_json, pp, tp):
     path = os.path.join(out, f"bench_pp{pp}_tp{tp}.json")
     run(mpirun(pp * tp) + [conveyor, "bench", "throughput", "--load-format", "dummy", "-pp", str(pp), "-tp", str(tp),
                            "--set", "runtime.cpu_threads=1", "--input-len", str(size["input"]), "--output-len",
-                           str(size["output"]), "--num-prompts", str(size["prompts"]), "--output-json", path]
+                           str(size["output"]), "--num-prompts", str(size["prompts"]), "--output-json", path,
+                           "--trace", os.path.join(out, f"trace_pp{pp}_tp{tp}.json")]
         + common(size, doctor_json), os.path.join(out, f"bench_pp{pp}_tp{tp}.log"))
     return json.load(open(path))
 
@@ -77,7 +79,8 @@ def simulate(conveyor, out, size, doctor_json, cluster, pp, tp):
     path = os.path.join(out, f"plan_pp{pp}_tp{tp}.json")
     workload = f"prompts={size['prompts']},input={size['input']},output={size['output']}"
     run([conveyor, "plan", "--cluster", cluster, "-pp", str(pp), "-tp", str(tp), "--workload", workload,
-         "--output-json", path] + common(size, doctor_json), os.path.join(out, f"plan_pp{pp}_tp{tp}.log"))
+         "--output-json", path, "--trace", os.path.join(out, f"sim_trace_pp{pp}_tp{tp}.json")] + common(size, doctor_json),
+        os.path.join(out, f"plan_pp{pp}_tp{tp}.log"))
     return json.load(open(path))["layouts"][0]
 
 

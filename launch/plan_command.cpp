@@ -17,6 +17,7 @@
 #include "runtime/dist/link_probe.h"
 #include "stages/layout_plan.h"
 #include "stages/partitioner.h"
+#include "stages/pipeline_trace.h"
 #include "stages/sim/cluster_plan.h"
 #include "stages/stage_options.h"
 
@@ -93,6 +94,28 @@ int run_compare(const po::variables_map& vm, const StageOptions& opt, const Mode
   return ranked.front().fits ? 0 : 3;
 }
 
+// --trace with --cluster: the top layout simulated again with its spans kept, written as a run's --trace
+// (one track per stage's first rank, compute and send spans per micro-batch, the usage a run's summary
+// computes from them), so benchmarks/plot_trace.py and Perfetto show the predicted schedule beside a run's.
+void write_simulated_trace(const ModelSpec& spec, const ClusterSpec& cluster, const SimWorkload& w, const SimResult& top,
+                           const std::string& path) {
+  const SimResult r = simulate_layout(spec, cluster, w, top.layout, /*record=*/true);
+  std::vector<RankTimeline> ranks(r.stages.size());
+  for (size_t s = 0; s < ranks.size(); ++s) {
+    ranks[s].rank = static_cast<int>(s) * r.layout.tensor;
+    ranks[s].stage = static_cast<int>(s);
+  }
+  for (const SimSpan& x : r.spans)
+    ranks[static_cast<size_t>(x.stage)].spans.push_back(
+        Span{x.step, x.send ? Phase::kSend : Phase::kCompute, x.begin_s, x.end_s, x.tokens});
+  const PipelineUsage usage = summarize_usage(ranks);
+  std::ofstream out(path);
+  CONVEYOR_CHECK(out.good(), "cannot write --trace ", path);
+  out << chrome_trace(ranks, usage).dump() << "\n";
+  CONVEYOR_CHECK(out.good(), "writing --trace ", path, " failed");
+  std::cerr << "simulated timeline of the top layout written to " << path << "\n";
+}
+
 // The layout given on the command line or in the config (-dp/-pp/-tp, parallel.*), if any: then
 // --cluster simulates that one layout instead of ranking them all.
 std::vector<SimLayout> given_layout(const Config& cfg, const StageOptions& opt) {
@@ -130,6 +153,8 @@ int run_cluster(const po::variables_map& vm, const Config& cfg, const StageOptio
   std::cout << format_cluster_plan(spec, cluster, w, plan, static_cast<size_t>(vm["top"].as<int>()), shape);
   print_device_model(cluster.ceilings());
   write_json(vm, cluster_plan_json(cluster, w, plan, shape));
+  const std::string trace = cfg.get_string("logging.trace");
+  if (!trace.empty() && plan.layouts.front().sim.fits) write_simulated_trace(spec, cluster, w, plan.layouts.front().sim, trace);
   return plan.layouts.front().sim.fits ? 0 : 3;
 }
 

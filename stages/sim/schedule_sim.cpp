@@ -149,9 +149,10 @@ struct RequestTimes {
 // task moves the ends of the others on its node; without sharing every task takes its work exactly.
 class EventLoop {
  public:
-  EventLoop(const PipelineModel& model, const SimWorkload& w, int M, int64_t requests, int64_t num_blocks, SimResult* r)
+  EventLoop(const PipelineModel& model, const SimWorkload& w, int M, int64_t requests, int64_t num_blocks, SimResult* r,
+            bool record)
       : model_(model), w_(w), M_(M), sched_(scheduler_config(w).per_micro_batch(M), static_cast<int>(num_blocks), w.block_size),
-        req_(static_cast<size_t>(requests)), r_(r), P_(r->stages.size()) {
+        req_(static_cast<size_t>(requests)), r_(r), P_(r->stages.size()), record_(record) {
     for (int64_t i = 0; i < requests; ++i)
       sched_.add(i, std::vector<int32_t>(static_cast<size_t>(w.input_len), 1), w.input_len + w.output_len);
     const auto failed = sched_.take_failed();
@@ -353,6 +354,11 @@ class EventLoop {
     out.allreduce_s += st.allreduce * stretch;
     out.overhead_s += st.overhead * stretch;
     out.send_s += st.send;
+    if (record_) {
+      const int64_t tokens = static_cast<int64_t>(flight(task.flight).plan.num_tokens());
+      r_->spans.push_back(SimSpan{static_cast<int>(s), task.flight, false, task.start, e.t, tokens});
+      if (s + 1 < P_) r_->spans.push_back(SimSpan{static_cast<int>(s), task.flight, true, e.t, e.t + st.send, tokens});
+    }
     if (s + 1 < P_) {
       queue_[s + 1].push_back(task.flight);
       push(Event::kArrive, e.t + st.send, s + 1, task.flight);
@@ -383,6 +389,7 @@ class EventLoop {
   std::vector<RequestTimes> req_;
   SimResult* r_;
   size_t P_;
+  bool record_;
   std::vector<Task> tasks_ = std::vector<Task>(P_);
   std::vector<std::deque<int64_t>> queue_ = std::vector<std::deque<int64_t>>(P_);
   std::deque<Flight> flights_;  // in flight, oldest first; flight id - front_ is the index
@@ -421,7 +428,8 @@ SimWorkload resolved_budget(const ModelSpec& spec, const ClusterSpec& cluster, c
 
 }  // namespace
 
-SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, const SimWorkload& w, const SimLayout& l) {
+SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, const SimWorkload& w, const SimLayout& l,
+                          bool record) {
   CONVEYOR_CHECK(w.num_prompts >= 1 && w.input_len >= 1 && w.output_len >= 1, "the workload needs prompts, input "
                  "and output lengths >= 1");
   SimResult r;
@@ -468,7 +476,7 @@ SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, con
   const PipelineModel model(spec, cluster, l, pw, counts);
   for (size_t s = 0; s + 1 < r.stages.size(); ++s) r.stages[s].edge_crosses_node = model.edges()[s].crosses;
   r.replica_requests = (w.num_prompts + l.data - 1) / l.data;
-  EventLoop(model, run, M, r.replica_requests, r.num_blocks, &r).run();
+  EventLoop(model, run, M, r.replica_requests, r.num_blocks, &r, record).run();
   for (SimStage& s : r.stages) s.bubble = 1.0 - (s.compute_s + s.allreduce_s) / r.elapsed_s;
   // The replica with the largest share finishes last.
   r.output_tokens_per_s = static_cast<double>(w.num_prompts) * w.output_len / r.elapsed_s;

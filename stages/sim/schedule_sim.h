@@ -54,6 +54,16 @@ struct SimStage {
   double kv_bytes = 0;      // per rank: the agreed KV blocks of this stage's layers
 };
 
+// A stage's compute of one plan, or its transfer to the next stage, in a simulated run (simulate_layout
+// with record = true): the spans a run's --trace holds (stages/pipeline_trace.h), for `conveyor plan --trace`.
+struct SimSpan {
+  int stage = 0;
+  int64_t step = 0;   // the plan, in submission order from 0 (a run's micro-batch number)
+  bool send = false;  // the transfer to the next stage, else the compute
+  double begin_s = 0, end_s = 0;
+  int64_t tokens = 0;
+};
+
 struct SimResult {
   SimLayout layout;
   bool fits = true;
@@ -71,11 +81,13 @@ struct SimResult {
   int64_t replica_requests = 0;
   int64_t max_num_seqs = 0;            // the step budget this layout runs: the workload's, or what
   int64_t max_num_batched_tokens = 0;  // choose_batch makes of its KV room (0: not reached)
+  std::vector<SimSpan> spans;          // record = true only: one replica's stages, in the order they end
 };
 
 // Simulates `layout` on `cluster` for workload `w`; a layout whose weights or KV cannot fit returns
 // fits = false with the reason and no run.
+// record: keep every stage's compute and transfer spans (SimResult::spans).
 SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, const SimWorkload& w,
-                          const SimLayout& layout);
+                          const SimLayout& layout, bool record = false);
 
 }  // namespace conveyor

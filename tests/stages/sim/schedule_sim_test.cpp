@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/engine/step_plan.h"
+#include "stages/pipeline_trace.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
@@ -187,6 +188,50 @@ TEST(ScheduleSim, OneRankRunsAtItsOwnSpeed) {
   const SimResult b = simulate_layout(s, cpu_host({}), cpu_workload(), SimLayout{});
   EXPECT_DOUBLE_EQ(a.elapsed_s, b.elapsed_s);
   EXPECT_EQ(a.plans, b.plans);
+}
+
+// `conveyor plan --trace`: the spans a simulated run keeps are its stages' tasks (the stage occupied:
+// compute, all-reduces, host overhead), in order on each stage, one per plan and stage; the usage a run's
+// summary computes from such spans gives the simulator's own shares.
+TEST(ScheduleSim, RecordedSpansAreTheStagesTasks) {
+  const ModelSpec s = model("cpu-sim-16l.yaml");
+  SimLayout pp3;
+  pp3.pipeline = 3;
+  const SimWorkload w = cpu_workload();
+  const ClusterSpec c = cpu_host({1, 0.9, 0.6, 0.45});
+  const SimResult plain = simulate_layout(s, c, w, pp3);
+  const SimResult r = simulate_layout(s, c, w, pp3, /*record=*/true);
+  ASSERT_TRUE(r.fits) << r.why_not;
+  EXPECT_TRUE(plain.spans.empty());
+  EXPECT_DOUBLE_EQ(r.elapsed_s, plain.elapsed_s);
+  std::vector<RankTimeline> ranks(3);
+  for (const SimSpan& x : r.spans) {
+    ASSERT_GE(x.stage, 0);
+    ASSERT_LT(x.stage, 3);
+    ranks[static_cast<size_t>(x.stage)].stage = x.stage;
+    ranks[static_cast<size_t>(x.stage)].rank = x.stage;
+    ranks[static_cast<size_t>(x.stage)].spans.push_back(
+        Span{x.step, x.send ? Phase::kSend : Phase::kCompute, x.begin_s, x.end_s, x.tokens});
+  }
+  for (size_t st = 0; st < 3; ++st) {
+    double compute = 0, last_end = 0;
+    int64_t n = 0, step = -1;
+    for (const Span& x : ranks[st].spans) {
+      if (x.phase != Phase::kCompute) continue;
+      EXPECT_GE(x.begin_s, last_end - 1e-12) << "stage " << st << " computes one plan at a time";
+      EXPECT_GT(x.step, step) << "stage " << st << " takes the plans in order";
+      EXPECT_GT(x.tokens, 0);
+      compute += x.end_s - x.begin_s, last_end = x.end_s, step = x.step, ++n;
+    }
+    EXPECT_EQ(n, r.plans) << "stage " << st;
+    const SimStage& ss = r.stages[st];
+    EXPECT_NEAR(compute, ss.compute_s + ss.allreduce_s + ss.overhead_s, 1e-9 * compute) << "stage " << st;
+  }
+  const PipelineUsage usage = summarize_usage(ranks);
+  for (size_t st = 0; st < 3; ++st) {
+    const SimStage& ss = r.stages[st];
+    EXPECT_NEAR(usage.stages[st].busy_pct, 100.0 * (ss.compute_s + ss.allreduce_s + ss.overhead_s) / usage.window_s, 1e-6);
+  }
 }
 
 // Issue 18, 4(a): the measured one-H200 runs of benchmarks/results/nvidia-h200, predicted from doctor's
