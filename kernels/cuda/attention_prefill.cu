@@ -5,6 +5,10 @@
 // A-operand layout of P, so P never leaves registers). Causal and sliding-window masks use each row's
 // own position, so any chunk of a sequence works. An FP8 cache's tiles are converted to T while they are
 // loaded (every e4m3 value is exact in bf16 and f16), its k_scale rides scale_log2 and v_scale the output.
+// A 16-bit cache's tiles travel by cp.async (no register round trip, one block-table lookup per row and
+// thread), pipelined over one K and one V buffer: the next K tile lands while P V runs, the next V tile
+// while the next S = Q K^T runs. K and V fragments come out of shared memory by ldmatrix (V transposed):
+// one instruction per two mma operands.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -60,22 +64,46 @@ __device__ __forceinline__ uint4 load8_as(const KV* p) {
   }
 }
 
-// Loads one K or V tile (positions [k0, k0 + kKeys) of the sequence, zero past `last`) into smem as T.
+// Starts loading one K or V tile (positions [k0, k0 + kKeys) of the sequence, zero past `last` or where
+// the block table has no block) into smem as T: a 16-bit cache by cp.async (the caller commits and waits),
+// an FP8 one through registers, converted. Thread t takes 8-element piece t % (D / 8) of every
+// (kThreads / (D / 8))-th row, so it looks up each of its rows once.
 template <typename T, typename KV, int D, int kStride>
 __device__ __forceinline__ void load_tile(uint16_t* dst, const KV* cache, const int32_t* table,
                                           const PagedAttentionArgs& a, int kvh, int k0, int last) {
-  constexpr int kChunks = D / 8;  // 8-element chunks per row
+  constexpr int kChunks = D / 8;                // 8-element pieces per row
+  constexpr int kRowsPerPass = kThreads / kChunks;
   const long long token_elems = static_cast<long long>(a.n_kv_heads) * D;
-  for (int c = threadIdx.x; c < kKeys * kChunks; c += kThreads) {
-    const int r = c / kChunks, col = (c % kChunks) * 8;
+  const int col = (threadIdx.x % kChunks) * 8;
+  const KV* head = cache + static_cast<long long>(kvh) * D + col;
+#pragma unroll
+  for (int i = 0; i < kKeys / kRowsPerPass; ++i) {
+    const int r = i * kRowsPerPass + static_cast<int>(threadIdx.x) / kChunks;
     const int p = k0 + r;
-    uint4 val = make_uint4(0, 0, 0, 0);
-    if (p <= last) {
-      const long long row = cache_row(table, a.max_blocks, p, a.block_size, a.num_blocks, token_elems);
-      if (row >= 0) val = load8_as<T>(cache + row + static_cast<long long>(kvh) * D + col);
+    const long long row = p <= last ? cache_row(table, a.max_blocks, p, a.block_size, a.num_blocks, token_elems) : -1;
+    uint16_t* d = dst + r * kStride + col;
+    if constexpr (sizeof(KV) == 2) {
+      cp_async16(d, row >= 0 ? head + row : cache, row >= 0);
+    } else {
+      *reinterpret_cast<uint4*>(d) = row >= 0 ? load8_as<T>(head + row) : make_uint4(0, 0, 0, 0);
     }
-    *reinterpret_cast<uint4*>(dst + r * kStride + col) = val;
   }
+}
+
+// ldmatrix: four 8 x 8 matrices of 16-bit elements, lanes 8i .. 8i + 7 giving the row addresses of
+// matrix i; lane l gets, of each matrix, row l / 4's columns 2 (l % 4) and 2 (l % 4) + 1 (.trans: column
+// l / 4's rows 2 (l % 4) and 2 (l % 4) + 1).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* p) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16_t* p) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
 }
 
 // Key ranges of one CTA: each lane's two rows (g and g + 8 of its warp's 16) see [lo, pos]; the CTA
@@ -126,16 +154,18 @@ __device__ __forceinline__ RowRanges row_ranges(const PagedAttentionArgs& a, int
 template <typename T, int D, int kStride>
 __device__ __forceinline__ void tile_scores(float (&s)[kKeys / 8][4], const uint32_t (&qa)[D / 16][4],
                                             const uint16_t* k_s, const RowRanges& r, int k0, float scale_log2) {
-  const int g = (threadIdx.x % 32) / 4, tq = threadIdx.x % 4;
+  const int lane = threadIdx.x % 32, tq = lane % 4;
 #pragma unroll
   for (int n = 0; n < kKeys / 8; ++n) {
     s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-    const uint16_t* kr = k_s + (n * 8 + g) * kStride + 2 * tq;
+    // Matrix i of an ldmatrix: keys n * 8 .. + 8, head dims kk * 16 + 8 i .. + 8 (B of two mma k-steps).
+    const uint16_t* kr = k_s + (n * 8 + lane % 8) * kStride + (lane / 8) * 8;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kr + kk * 16);
-      const uint32_t b1 = *reinterpret_cast<const uint32_t*>(kr + kk * 16 + 8);
-      mma16816<T>(s[n], qa[kk], b0, b1);
+    for (int kk = 0; kk < D / 16; kk += 2) {
+      uint32_t b[4];
+      ldmatrix_x4(b, kr + kk * 16);
+      mma16816<T>(s[n], qa[kk], b[0], b[1]);
+      mma16816<T>(s[n], qa[kk + 1], b[2], b[3]);
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {  // accumulator e: row g + 8 * (e >> 1), key column 2 * tq + (e & 1)
@@ -176,23 +206,25 @@ __device__ __forceinline__ void softmax_update(float (&s)[kKeys / 8][4], float (
 }
 
 // O += P V: P straight from the S accumulators (their layout is the A-operand layout), V fragments
-// gathered as pairs along the key axis.
+// transposed by ldmatrix (pairs along the key axis).
 template <typename T, int D, int kStride>
 __device__ __forceinline__ void accumulate_pv(float (&o)[D / 8][4], const float (&s)[kKeys / 8][4],
                                               const uint16_t* v_s) {
-  const int g = (threadIdx.x % 32) / 4, tq = threadIdx.x % 4;
+  const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int kk = 0; kk < kKeys / 16; ++kk) {
     const uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
                             pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                             pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-    const uint16_t* vr = v_s + (kk * 16 + 2 * tq) * kStride + g;
+    // Matrix i of an ldmatrix.trans: keys kk * 16 + 8 (i % 2) .. + 8, head dims (n + i / 2) * 8 .. + 8 (B of
+    // two mma n-steps).
+    const uint16_t* vr = v_s + (kk * 16 + (lane / 8) % 2 * 8 + lane % 8) * kStride + (lane / 16) * 8;
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      const uint16_t* vp = vr + n * 8;
-      const uint32_t b0 = vp[0] | (static_cast<uint32_t>(vp[kStride]) << 16);
-      const uint32_t b1 = vp[8 * kStride] | (static_cast<uint32_t>(vp[9 * kStride]) << 16);
-      mma16816<T>(o[n], pa, b0, b1);
+    for (int n = 0; n < D / 8; n += 2) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, vr + n * 8);
+      mma16816<T>(o[n], pa, b[0], b[1]);
+      mma16816<T>(o[n + 1], pa, b[2], b[3]);
     }
   }
 }
@@ -231,16 +263,40 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PagedAttentionArgs a)
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.f, 0.f};  // l: this lane's partial row sums
 
   const int32_t* table = a.block_tables + static_cast<long long>(seq) * a.max_blocks;
+  const KV* kc = static_cast<const KV*>(a.k_cache);
+  const KV* vc = static_cast<const KV*>(a.v_cache);
+  // Copy groups in flight at the top of each tile: K(k0) then V(k0), the later one of them possibly pending.
+  if (r.cta_first <= r.cta_last) {
+    load_tile<T, KV, D, kStride>(k_s, kc, table, a, kvh, r.cta_first, r.cta_last);
+    cp_async_commit();
+    load_tile<T, KV, D, kStride>(v_s, vc, table, a, kvh, r.cta_first, r.cta_last);
+    cp_async_commit();
+  }
   for (int k0 = r.cta_first; k0 <= r.cta_last; k0 += kKeys) {
-    __syncthreads();  // the previous tile is consumed
-    load_tile<T, KV, D, kStride>(k_s, static_cast<const KV*>(a.k_cache), table, a, kvh, k0, r.cta_last);
-    load_tile<T, KV, D, kStride>(v_s, static_cast<const KV*>(a.v_cache), table, a, kvh, k0, r.cta_last);
+    const bool next = k0 + kKeys <= r.cta_last;
+    const bool mine = k0 <= r.warp_last && k0 + kKeys - 1 >= r.warp_first;  // uniform over the warp
+    cp_async_wait<1>();  // K(k0) has landed
     __syncthreads();
-    if (k0 > r.warp_last || k0 + kKeys - 1 < r.warp_first) continue;  // uniform over the warp
     float s[kKeys / 8][4];
-    tile_scores<T, D, kStride>(s, qa, k_s, r, k0, a.scale_log2);
-    softmax_update<D>(s, o, m, l);
-    accumulate_pv<T, D, kStride>(o, s, v_s);
+    if (mine) {
+      tile_scores<T, D, kStride>(s, qa, k_s, r, k0, a.scale_log2);
+      softmax_update<D>(s, o, m, l);
+    }
+    __syncthreads();  // every warp is done with K(k0)
+    if (next) {
+      load_tile<T, KV, D, kStride>(k_s, kc, table, a, kvh, k0 + kKeys, r.cta_last);
+      cp_async_commit();
+      cp_async_wait<1>();  // V(k0) has landed; K(k0 + kKeys) may still be on its way
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    if (mine) accumulate_pv<T, D, kStride>(o, s, v_s);
+    __syncthreads();  // every warp is done with V(k0)
+    if (next) {
+      load_tile<T, KV, D, kStride>(v_s, vc, table, a, kvh, k0 + kKeys, r.cta_last);
+      cp_async_commit();
+    }
   }
 
   uint16_t* outp = static_cast<uint16_t*>(a.out);
