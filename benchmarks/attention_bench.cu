@@ -1,6 +1,7 @@
 // Paged attention microbenchmark: decode (batch 1/16/64 x context 1k/4k/16k, 32 query / 8 KV heads,
-// head_dim 128, bf16) reported as GB/s of KV read and % of 4280 GB/s, and one 2048-token prefill
-// reported as TFLOP/s (causal) and % of 810. One JSON object per case on stdout; --json PATH writes
+// head_dim 128, bf16) reported as GB/s of KV read and % of 4280 GB/s, and causal prefills (one sequence
+// of 2k, 4k, 8k and 16k new tokens, 16 sequences of 512, a 512-token chunk after 3,584) reported as
+// TFLOP/s and % of 810. One JSON object per case on stdout; --json PATH writes
 // them all as an array. --kv-cache-dtype fp8 reads an e4m3 cache (one byte per element; the GB/s count
 // those bytes). Usage: attention_bench [--json results.json] [--kv-cache-dtype fp8]
 #include <cuda_runtime.h>
@@ -169,7 +170,13 @@ int main(int argc, char** argv) {
         all.push_back(conveyor::run(name, batch, ctx - 1, 1).json);
         std::printf("%s\n", all.back().c_str());
       }
-    all.push_back(conveyor::run("prefill_2048", 1, 0, 2048).json);
+    // Causal prefill of one sequence (issue 16 asks 4k, 8k and 16k), and 16 sequences of 512 new tokens
+    // (one 8,192-token step of the batch-64 workload's prefill).
+    for (int n : {2048, 4096, 8192, 16384}) {
+      all.push_back(conveyor::run("prefill_" + std::to_string(n), 1, 0, n).json);
+      std::printf("%s\n", all.back().c_str());
+    }
+    all.push_back(conveyor::run("prefill_16x512", 16, 0, 512).json);
     std::printf("%s\n", all.back().c_str());
     all.push_back(conveyor::run("prefill_chunk_512_after_3584", 1, 3584, 512).json);
     std::printf("%s\n", all.back().c_str());
