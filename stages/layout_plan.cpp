@@ -85,6 +85,7 @@ LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const Dev
   p.workload.pipeline = opt.pipeline;
   p.workload.tensor = opt.tensor;
   p.workload.micro_batches = opt.micro_batches;
+  p.workload.max_tokens = opt.max_num_batched_tokens;
   // A GPU plan is 16-bit; a CPU doctor names its own activation width (fp32). A KV element takes
   // that width, or 1 byte with --kv-cache-dtype fp8.
   p.workload.kv_dtype_bytes = static_cast<int>(opt.kv_elem_bytes(DType::kBF16));
@@ -103,6 +104,7 @@ LayoutPlan plan_layout(const StageOptions& opt, const ModelSpec& spec, const Dev
   p.batch = choose_batch(p.request, p.kv_tokens);
   if (p.batch.budget.max_num_seqs != p.workload.batch) {
     p.workload.batch = p.batch.budget.max_num_seqs;
+    p.workload.max_tokens = p.batch.budget.max_num_batched_tokens;
     p.partition = plan_partition(spec, p.workload, dev, p.layer_counts());
   }
   return p;

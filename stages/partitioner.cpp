@@ -14,6 +14,7 @@
 #include "runtime/engine/batch_budget.h"
 #include "runtime/model/weights_layout.h"
 #include "stages/decode_buckets.h"
+#include "stages/gpu_reserve.h"
 #include "stages/kv_cache.h"
 #include "stages/stage_options.h"
 
@@ -275,13 +276,19 @@ PartitionPlan plan_partition(const ModelSpec& spec, const Workload& w, const Dev
     c.weight_bytes = counts[s] * layer_w + (s == 0 ? head_w : 0.0) +
                      (s == P - 1 && (!spec.tie_word_embeddings || P > 1) ? head_w : 0.0);
     c.kv_bytes_per_token = counts[s] * kv_per_layer_token;
-    double free_bytes = dev.memory * dev.memory_utilization - c.weight_bytes;
+    double reserve = 0;
+    if (dev.measured.dtype_bytes != 4) {  // a GPU rank (a CPU doctor says fp32): what its run reserves
+      const int64_t step_tokens = w.max_tokens > 0 ? w.max_tokens : std::max<int64_t>(gpu_batch_rule().token_budget, w.batch);
+      reserve = gpu_reserve_estimate(spec, w.tensor, s == P - 1, step_tokens, w.batch, static_cast<size_t>(w.dtype_bytes),
+                                     /*graphs=*/true);
+    }
+    const double free_bytes = dev.memory * dev.memory_utilization - c.weight_bytes - reserve;
     c.kv_tokens = free_bytes > 0 ? free_bytes / c.kv_bytes_per_token : 0;
     if (free_bytes <= 0 && plan.fits) {
       plan.fits = false;
-      plan.why_not = "stage " + std::to_string(s) + " needs " + format_bytes(c.weight_bytes) +
-                     " of weights per rank but only " + format_bytes(dev.memory * dev.memory_utilization) +
-                     " may be used";
+      plan.why_not = "stage " + std::to_string(s) + " needs " + format_bytes(c.weight_bytes) + " of weights per rank" +
+                     (reserve > 0 ? " (and ~" + format_bytes(reserve) + " for activations, logits and workspaces)" : "") +
+                     " but only " + format_bytes(dev.memory * dev.memory_utilization) + " may be used";
     }
     t_max = std::max(t_max, c.time_s);
     t_sum += c.time_s;

@@ -43,6 +43,9 @@ struct Workload {
   int dtype_bytes = 2;        // activations, embeddings and the LM head
   int weight_dtype_bytes = 2; // a layer linear's weight element: 1 with FP8 linears (--quantization fp8)
   int kv_dtype_bytes = 2;     // a cached K or V element: 1 with --kv-cache-dtype fp8 (StageOptions::kv_elem_bytes)
+  // The step's token budget (max_num_batched_tokens; 0: the auto rule's, max(8192, batch)): a GPU rank's
+  // activation pool is sized for it (gpu_reserve.h), and what it takes is not KV room.
+  int64_t max_tokens = 0;
 };
 
 // Link costs for the layout prediction: `conveyor doctor --output-json` measures them; the defaults are
@@ -59,7 +62,8 @@ struct StageCost {
   double time_s = 0;           // predicted time of one micro-batch through this stage (decode step)
   double weight_bytes = 0;     // per TP rank
   double kv_bytes_per_token = 0;  // per TP rank, this stage's layers
-  double kv_tokens = 0;        // capacity per TP rank from the memory left after weights
+  double kv_tokens = 0;        // capacity per TP rank from the memory left after weights (and, on GPUs,
+                               // gpu_reserve_estimate: activations, logits, graphs, margin, context)
   double bubble = 0;           // predicted idle share in steady-state decode
 };
 

@@ -18,41 +18,18 @@
 #include "stages/architecture.h"
 #include "stages/cuda/cuda_ops.h"
 #include "stages/cuda/cuda_stage_sampler.h"
+#include "stages/gpu_reserve.h"
 #include "stages/kv_cache.h"
 #include "stages/weight_bank.h"
 
 namespace conveyor {
 namespace {
 
-constexpr int kMaxSamplerRows = 256;          // rows per CudaSampler launch (bigger plans loop)
-constexpr size_t kFixedMargin = size_t{1} << 30;  // fragmentation, library state (the workspaces are counted)
-
-// Bytes of the activation pools: live at once inside a layer are the residual, normed input, q, k, v,
-// attention out, o/down out, gate_up and the activation, x2 for the pool's size classes and blocks
-// cached from other shapes; the eager pool for the largest step, the graphs' pool for one padded
-// decode step (the largest bucket max_num_seqs pads to).
-struct PoolBytes {
-  size_t activations = 0;
-  size_t graphs = 0;
-};
-
-PoolBytes pool_bytes(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, size_t elem,
-                     bool graphs_capturable) {
-  const ModelTraits traits = model_traits(spec, share.tp_size);
-  const size_t q_cols = static_cast<size_t>(traits.attention.n_heads) * traits.attention.head_dim;
-  const size_t kv_cols = static_cast<size_t>(traits.attention.n_kv_heads) * traits.attention.head_dim;
-  const size_t per_token = 4 * static_cast<size_t>(traits.hidden) + 2 * q_cols + 2 * kv_cols +
-                           3 * static_cast<size_t>(traits.intermediate_local);
-  PoolBytes p;
-  p.activations = 2 * static_cast<size_t>(opt.max_num_batched_tokens) * per_token * elem;
-  if (opt.cuda_graphs && graphs_capturable) {
-    // Each bucket's graph also holds its hidden states and logits (buckets up to max_num_seqs sum
-    // to < 2x it).
-    const size_t padded = std::min<size_t>(2 * static_cast<size_t>(opt.max_num_seqs), 256);
-    const size_t vocab = share.lm_head ? static_cast<size_t>(spec.vocab) : 0;
-    p.graphs = 2 * padded * per_token * elem + 2 * padded * (static_cast<size_t>(traits.hidden) * elem + vocab * 4);
-  }
-  return p;
+// The activation pools and the logits: gpu_reserve (stages/gpu_reserve.h), the rule `conveyor plan` shares.
+GpuReserve pools(const StageOptions& opt, const ModelSpec& spec, const WeightShare& share, size_t elem,
+                 bool graphs_capturable) {
+  return gpu_reserve(spec, share.tp_size, share.lm_head, opt.max_num_batched_tokens, opt.max_num_seqs, elem,
+                     opt.cuda_graphs && graphs_capturable);
 }
 
 // What the ops' start-up buffers are made for: the largest step's tokens and sequences, the longest
@@ -65,9 +42,9 @@ CudaOpsSizes ops_sizes(const StageOptions& opt, const ModelSpec& spec, const Wei
   const int64_t context = spec.context_len(opt.max_model_len);
   sizes.metadata.max_blocks_per_seq = (context + opt.block_size - 1) / opt.block_size;
   sizes.max_accumulate_cols = model_traits(spec, share.tp_size).hidden;
-  const PoolBytes pools = pool_bytes(opt, spec, share, elem, graphs_capturable);
-  sizes.activation_pool_bytes = pools.activations;
-  sizes.graph_pool_bytes = pools.graphs;
+  const GpuReserve r = pools(opt, spec, share, elem, graphs_capturable);
+  sizes.activation_pool_bytes = r.activations;
+  sizes.graph_pool_bytes = r.graph_pool;
   sizes.fp8_gemv = opt.fp8_gemv == "on" ? GemvPolicy::kAlways : opt.fp8_gemv == "auto" ? GemvPolicy::kAuto
                                                                                        : GemvPolicy::kNever;
   return sizes;
@@ -82,21 +59,14 @@ void reserve(const StageOptions& opt, const ModelSpec& spec, const WeightShare& 
              bool samples, size_t elem, bool graphs_capturable, MemoryRow& row) {
   // The set is lazy: bytes() is the fp32 size it will yield, not memory it holds.
   const size_t weight_bytes = device_weight_bytes(weights, spec.quant.fp8_linears(), elem);
-  const PoolBytes pools = pool_bytes(opt, spec, share, elem, graphs_capturable);
-  const size_t rows = static_cast<size_t>(opt.max_num_seqs);
-  const size_t vocab = static_cast<size_t>(spec.vocab);
-  const size_t logits = share.lm_head ? rows * vocab * sizeof(float) * (3 + static_cast<size_t>(share.tp_size)) : 0;
+  const GpuReserve r = pools(opt, spec, share, elem, graphs_capturable);
   // CudaSampler: the workspace make_cuda_stage_sampler allocates.
   const size_t sampler = samples ? cuda_sampler_workspace_bytes(spec.vocab, sampler_rows(opt)) : 0;
-  // Decode graphs (stage_model.h): each bucket's input rows come from the eager pool.
-  const size_t hidden = static_cast<size_t>(model_traits(spec, share.tp_size).hidden);
-  const size_t graphs = pools.graphs > 0 ? pools.graphs + 2 * std::min<size_t>(2 * rows, 256) * hidden * elem : 0;
-  const size_t activations = pools.activations;
   row.weights = static_cast<double>(weight_bytes);
-  row.activations = static_cast<double>(activations);
-  row.sampling = static_cast<double>(logits + sampler);
-  row.graphs = static_cast<double>(graphs);
-  row.margin = static_cast<double>(kFixedMargin + cuda_ops_workspace_bytes(ops_sizes(opt, spec, share, elem, graphs_capturable)));
+  row.activations = static_cast<double>(r.activations);
+  row.sampling = static_cast<double>(r.logits + sampler);
+  row.graphs = static_cast<double>(r.graphs);
+  row.margin = static_cast<double>(kGpuFixedMargin + cuda_ops_workspace_bytes(ops_sizes(opt, spec, share, elem, graphs_capturable)));
 }
 
 }  // namespace

@@ -438,6 +438,7 @@ SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, con
   r.layout.micro_batches = M;
   Workload pw;  // the partition the run plans (layout_plan.h): batch = max_num_seqs, the default context
   pw.batch = w.max_num_seqs > 0 ? w.max_num_seqs : kAutoPlanningBatch;
+  pw.max_tokens = w.max_num_batched_tokens;
   pw.pipeline = l.pipeline;
   pw.tensor = l.tensor;
   pw.micro_batches = M;

@@ -130,7 +130,8 @@ TEST(ScheduleSim, TensorParallelAddsItsAllReducesAndDataParallelSplitsRequests) 
 TEST(ScheduleSim, KvShortageLimitsTheBatchAndPreempts) {
   const ModelSpec s = model("llama-3-8b.yaml");
   ClusterSpec c = cluster("h200-1.yaml");
-  c.gpu.memory = 18.0 * (1ull << 30);  // ~1 GiB of KV after 15 GiB of weights
+  // ~0.9 GiB of KV after 15 GiB of weights and ~5.3 GiB of activations, logits and workspaces.
+  c.gpu.memory = 23.5 * (1ull << 30);
   SimWorkload w;
   w.num_prompts = 64, w.input_len = 512, w.output_len = 512, w.max_num_seqs = 64;
   const SimResult r = simulate_layout(s, c, w, SimLayout{});
