@@ -53,6 +53,17 @@ void use_eager_messages(const StageLinks& links) {
     if (auto* mpi = dynamic_cast<MpiCommunicator*>(c)) mpi->set_message_limit(kCpuMessageBytes);
 }
 
+// runtime.gemm_warmup at start-up (PipelineStage::warm_up_gemms); `say`: log what it took.
+void warm_up_gemms(PipelineStage& stage, const BatchBudget& batch, bool say) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t calls = stage.warm_up_gemms(batch.max_num_batched_tokens, batch.max_num_seqs);
+  if (calls > 0 && say)
+    spdlog::info("GEMM warm-up: {} GEMM calls at up to {} rows timed each shape's algorithms in {:.2f} s "
+                 "(runtime.gemm_warmup=false leaves that to the run's first steps)",
+                 calls, batch.max_num_batched_tokens,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
 }  // namespace
 
 PipelineStage::PipelineStage(const ModelSpec& spec, const WeightShare& share, WeightSet&& weights,
@@ -495,15 +506,7 @@ PipelineParts make_pipeline_stage(const StageOptions& opt, const ModelSpec& mode
   const std::string kv_line = parts.stage->kv_cache_line();
   if (world.rank() == 0 && !kv_line.empty()) spdlog::info("{}", kv_line);
   parts.stage->set_cuda_graphs(opt.cuda_graphs);
-  if (opt.gemm_warmup) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const int64_t calls = parts.stage->warm_up_gemms(parts.batch.max_num_batched_tokens, parts.batch.max_num_seqs);
-    if (calls > 0 && world.rank() == 0)
-      spdlog::info("GEMM warm-up: {} GEMM calls at up to {} rows timed each shape's algorithms in {:.2f} s "
-                   "(runtime.gemm_warmup=false leaves that to the run's first steps)",
-                   calls, parts.batch.max_num_batched_tokens,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
+  if (opt.gemm_warmup) warm_up_gemms(*parts.stage, parts.batch, world.rank() == 0);
   parts.stage->set_profile_step(opt.profile_step);
   if (backend == Backend::kCpu) parts.stage->set_max_outgoing(kCpuOutgoingMicroBatches);
   parts.micro_batches = micro_batches_for(opt.micro_batches, layout.pipeline);

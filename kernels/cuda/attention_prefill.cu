@@ -229,6 +229,23 @@ __device__ __forceinline__ void accumulate_pv(float (&o)[D / 8][4], const float 
   }
 }
 
+// The warp's Q fragments (A operand, row-major 16 x D: rows first_token .. + 16 of query head `head`),
+// straight from global memory; rows past the chunk are zeros.
+template <int D>
+__device__ __forceinline__ void load_q(uint32_t (&qa)[D / 16][4], const PagedAttentionArgs& a, const RowRanges& r,
+                                       int first_token, int head) {
+  const int g = (threadIdx.x % 32) / 4, tq = threadIdx.x % 4;
+  const uint16_t* qp = static_cast<const uint16_t*>(a.q);
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // register j: row g + 8 * (j & 1), columns 2 * tq + 8 * (j >> 1) + {0, 1}
+      const int i = j & 1, col = kk * 16 + 2 * tq + (j >> 1) * 8;
+      const long long off = (static_cast<long long>(first_token + g + 8 * i) * a.n_heads + head) * D + col;
+      qa[kk][j] = r.pos[i] >= 0 ? __ldg(reinterpret_cast<const uint32_t*>(qp + off)) : 0u;
+    }
+}
+
 template <typename T, typename KV, int D>
 __global__ void __launch_bounds__(kThreads) prefill_kernel(PagedAttentionArgs a) {
   constexpr int kStride = D + 8;  // padding keeps the fragment reads free of bank conflicts
@@ -245,17 +262,8 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PagedAttentionArgs a)
   const int g = (threadIdx.x % 32) / 4, tq = threadIdx.x % 4;
   const RowRanges r = row_ranges(a, q0, qlen, warp_row);
 
-  // Q fragments (A operand, row-major 16 x D), straight from global memory.
   uint32_t qa[D / 16][4];
-  const uint16_t* qp = static_cast<const uint16_t*>(a.q);
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {  // register j: row g + 8 * (j & 1), columns 2 * tq + 8 * (j >> 1) + {0, 1}
-      const int i = j & 1, col = kk * 16 + 2 * tq + (j >> 1) * 8;
-      const long long off = (static_cast<long long>(q0 + warp_row + g + 8 * i) * a.n_heads + head) * D + col;
-      qa[kk][j] = r.pos[i] >= 0 ? __ldg(reinterpret_cast<const uint32_t*>(qp + off)) : 0u;
-    }
+  load_q<D>(qa, a, r, q0 + warp_row, head);
 
   float o[D / 8][4];
 #pragma unroll
