@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -40,6 +41,19 @@ std::vector<int32_t> prompt_of(const BatchRequest& r, const Generator& engine, c
   return chat_prompt_ids(chat, engine.tokenizer(), r.messages);
 }
 
+// prompt_of's length without an engine (before start-up): -1 when it needs a tokenizer there is not, or
+// the prompt cannot be built (admit will report that).
+int64_t prompt_len_of(const BatchRequest& r, const Tokenizer* tok, const ChatTemplateChoice& chat) {
+  if (r.endpoint == Endpoint::kCompletions && r.prompt_is_ids()) return static_cast<int64_t>(r.prompt_ids.size());
+  if (tok == nullptr) return -1;
+  try {
+    if (r.endpoint == Endpoint::kCompletions) return static_cast<int64_t>(tok->encode(r.prompt_text, true).size());
+    return static_cast<int64_t>(chat_prompt_ids(chat, tok, r.messages).size());
+  } catch (const Error&) {
+    return -1;
+  }
+}
+
 }  // namespace
 
 BatchJob::BatchJob(const Config& cfg, BatchJobOptions options)
@@ -69,6 +83,20 @@ const std::string& BatchJob::served_name() const {
 }
 
 BatchJob::~BatchJob() = default;
+
+int64_t BatchJob::expected_seq_len(const Tokenizer* tok, int64_t context) const {
+  const ChatTemplateChoice chat = choose_chat_template(opt_.chat_template_name, opt_.model_chat_template);
+  int64_t sum = 0, n = 0;
+  for (const BatchRequest& r : input_.requests) {
+    if (static_cast<size_t>(n) == kSeqLenSample) break;
+    if (writer_->is_done(r.custom_id)) continue;
+    const int64_t prompt = prompt_len_of(r, tok, chat);
+    const int64_t max_tokens = r.sampling.max_tokens;
+    sum += prompt < 0 || max_tokens <= 0 ? context : std::min(context, prompt + max_tokens);
+    ++n;
+  }
+  return n == 0 ? 0 : (sum + n - 1) / n;
+}
 
 // Queues every request not already in the output; one whose prompt cannot be built (or that the
 // engine refuses) is an error line at once.

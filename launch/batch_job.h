@@ -40,6 +40,12 @@ class BatchJob {
   void confirm_model_files(const std::vector<WeightFileInfo>& files) { writer_->confirm_model_files(files); }
   // Runs every pending request; returns 0, or kExitInterrupted after a stop signal.
   int run(Generator& engine);
+  // The tokens a pending request's sequence takes, on average over the first kSeqLenSample pending
+  // requests: its prompt (token ids as given; text and chat through `tok`) plus max_tokens, at most
+  // `context`; a request without max_tokens, or with a text prompt and no tokenizer, counts `context`. 0
+  // when nothing is pending. The batch from memory is chosen for it (runtime/engine/batch_budget.h).
+  int64_t expected_seq_len(const Tokenizer* tok, int64_t context) const;
+  static constexpr size_t kSeqLenSample = 1000;
   const BatchJobStats& stats() const { return stats_; }
 
  private:

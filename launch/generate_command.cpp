@@ -2,6 +2,8 @@
 // engine on the leader of a pipeline of any pp x tp layout (one rank without mpirun), streaming the
 // text to stdout as it is produced; --print-ids prints the generated ids as the last stdout line.
 // The flags and how they land on the config are in generate_options.h. Stats go to stderr.
+#include <mpi.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -139,7 +141,16 @@ int run_generate_command(const Args& args, int* argc, char*** argv) {
   PipelineSession session(cfg, argc, argv);
   std::unique_ptr<BatchJob> batch;
   if (session.rank() == 0 && vm.count("input")) batch = open_batch_job(cfg, vm, model_path);
-  session.start(cfg, spec);
+  // A batch file says how long its sequences get (prompts + max_tokens): the batch from memory is chosen
+  // for that, on every rank, instead of the fallback length. Rank 0 loads the tokenizer for it now.
+  std::unique_ptr<Tokenizer> tok;
+  int64_t seq_len = 0;
+  if (batch) {
+    if (!model_path.empty()) tok = load_tokenizer(model_path, cfg.get_string("model.tokenizer"), spec);
+    seq_len = batch->expected_seq_len(tok.get(), spec.context_len(cfg.get_int("model.max_model_len")));
+  }
+  if (vm.count("input")) CONVEYOR_MPI_CHECK(MPI_Bcast(&seq_len, 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
+  session.start(cfg, spec, seq_len);
   if (batch) batch->confirm_model_files(session.weight_files());
   const std::string trace = cfg.get_string("logging.trace");
   const std::string summary = cfg.get_string("io.summary");
@@ -149,8 +160,7 @@ int run_generate_command(const Args& args, int* argc, char*** argv) {
     session.finish(trace);
     return 0;
   }
-  std::unique_ptr<Tokenizer> tok =
-      model_path.empty() ? nullptr : load_tokenizer(model_path, cfg.get_string("model.tokenizer"), spec);
+  if (!tok && !model_path.empty()) tok = load_tokenizer(model_path, cfg.get_string("model.tokenizer"), spec);
   Engine engine(session.make_runner(), std::move(tok), session.engine_options(cfg));
   int status = 0;
   if (session.rank() != 0) {

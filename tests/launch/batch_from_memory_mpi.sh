@@ -2,7 +2,8 @@
 # Batch size from memory (issue 16, 4) end to end on the CPU backend with the 5-layer golden: without
 # --max-num-seqs the start-up line and the bench JSON show the batch the KV room holds (the CPU cap 256
 # when it is large, fewer on a small pool, which then needs no preemption), --max-num-seqs wins and is
-# named as the user's, `conveyor generate` without a workload takes the fallback length, a 2-stage
+# named as the user's, `conveyor generate` without a workload takes the fallback length and with a batch
+# file the file's length (prompts + max_tokens), a 2-stage
 # pipeline agrees one budget (one line, on rank 0), and `conveyor plan` says the batch it costs.
 source "$(dirname "${BASH_SOURCE[0]}")/golden.bash"
 
@@ -72,6 +73,21 @@ if timeout 120 "$bin" generate --model "$model" --prompt-ids 1,2,3 --max-tokens 
   line gen "batch from memory: max_num_seqs 3, max_num_batched_tokens 8192 (KV holds 1,536 tokens = 3 sequences of 512"
 else
   echo "FAIL: generate exited non-zero:"; cat "$tmp/gen.err"; fail=1
+fi
+
+# generate --input: the batch file says its length (prompt ids + max_tokens: 5 + 11 = 16 for the first two,
+# 7 + 9 for the third; the mean), and both ranks of the pipeline choose for it.
+printf '%s\n' \
+  '{"custom_id": "a", "method": "POST", "url": "/v1/completions", "body": {"prompt": [1, 2, 3, 4, 5], "max_tokens": 11, "temperature": 0}}' \
+  '{"custom_id": "b", "method": "POST", "url": "/v1/completions", "body": {"prompt": [6, 7, 8, 9, 10], "max_tokens": 11, "temperature": 0}}' \
+  '{"custom_id": "c", "method": "POST", "url": "/v1/completions", "body": {"prompt": [1, 2, 3, 4, 5, 6, 7], "max_tokens": 9, "temperature": 0}}' \
+  >"$tmp/batch.jsonl"
+if timeout 120 $mpi -np 2 "$bin" generate --model "$model" -pp 2 --input "$tmp/batch.jsonl" --output "$tmp/batch.out.jsonl" \
+    --num-gpu-blocks-override 96 >"$tmp/genin.out" 2>"$tmp/genin.err"; then
+  line genin "batch from memory: max_num_seqs 96, max_num_batched_tokens 8192 (KV holds 1,536 tokens = 96 sequences of 16"
+  [[ $(wc -l <"$tmp/batch.out.jsonl") == 3 ]] || { echo "FAIL: genin: wanted 3 results"; cat "$tmp/batch.out.jsonl"; fail=1; }
+else
+  echo "FAIL: generate --input exited non-zero:"; cat "$tmp/genin.err"; fail=1
 fi
 
 # conveyor plan: the batch it costs is the one it says it chose (and the layout line carries it).
