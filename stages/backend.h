@@ -196,6 +196,9 @@ class Ops {
   // Whether a GEMM shape's first use times candidate algorithms (GemmRunner): a start-up warm-up
   // (StageModel::warm_up_gemms) then moves that cost out of the run.
   virtual bool tunes_on_first_use() const { return false; }
+  // One line per GEMM shape the backend has planned, saying how it chose (GemmRunner::describe and the
+  // FP8 runner's); empty where nothing is tuned. For logs and tests.
+  virtual std::string describe_gemms() const { return ""; }
   virtual bool graph_safe(const BatchInfo& batch) const { (void)batch; return false; }
   virtual void set_batch_fixed(const BatchInfo& batch) { set_batch(batch); }
   // Records the ops `body` enqueues (not run now). Tensors allocated inside come from memory private

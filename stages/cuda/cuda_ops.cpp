@@ -89,6 +89,7 @@ class CudaOps final : public Ops {
 
   bool supports_graphs() const override { return true; }
   bool tunes_on_first_use() const override { return true; }
+  std::string describe_gemms() const override { return gemm_->describe() + fp8_gemm_->describe(); }
   bool graph_safe(const BatchInfo& b) const override;
   void set_batch_fixed(const BatchInfo& b) override { stage_batch(b, true); }
   std::unique_ptr<OpsGraph> capture(const std::function<void()>& body) override;
