@@ -11,7 +11,8 @@ model shape, the split planned from the same doctor JSON) and `conveyor plan --c
 layout and workload. The table compares output tok/s (within 20%) and every stage's bubble (within 5
 points), and checks that the simulator took the run's split and made the run's scheduler plans. Writes
 OUT/sim_cpu.json and OUT/sim_cpu.md, and per layout the run's --trace (trace_ppP_tpT.json) beside the
-simulated one (sim_trace_ppP_tpT.json, `conveyor plan --trace`) for benchmarks/plot_trace.py or Perfetto. --check: exit 1 when a row is outside the bounds (after --retries
+simulated one (sim_trace_ppP_tpT.json, `conveyor plan --trace`) for benchmarks/plot_trace.py or Perfetto.
+--check: exit 1 when a row is outside the bounds (after --retries
 reruns of that row, each with a fresh doctor: timings move with the host's load, the schedule does not).
 Nothing is fitted to a run: the simulator sees only the doctor JSON."""
 import argparse

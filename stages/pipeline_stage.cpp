@@ -201,12 +201,15 @@ bool PipelineStage::Outgoing::done() {
   return true;
 }
 
-void PipelineStage::settle_sends(size_t keep) {
+void PipelineStage::drop_sent() {
   while (!outgoing_.empty() && outgoing_.front()->done()) outgoing_.pop_front();
-  if (outgoing_.size() <= keep) return;
-  WaitGuard scope(watchdog_, "send", "micro-batch " + std::to_string(last_step_) + " to stage " +
-                                         std::to_string(is_last() ? 0 : stage_ + 1));
+}
+
+void PipelineStage::settle_sends(size_t keep) {
+  drop_sent();
   while (outgoing_.size() > keep) {
+    WaitGuard scope(watchdog_, "send", "micro-batch " + std::to_string(outgoing_.front()->step) + " to stage " +
+                                           std::to_string(is_last() ? 0 : stage_ + 1));
     for (auto& r : outgoing_.front()->requests) r->wait();
     outgoing_.pop_front();
   }
@@ -220,6 +223,7 @@ void PipelineStage::send_down(int64_t step, std::vector<int64_t> words, const Te
   // spends sending.
   settle_sends(max_outgoing_ - 1);
   auto o = std::make_unique<Outgoing>();
+  o->step = step;
   o->words = std::move(words);
   o->hidden = hidden;
   o->header = {static_cast<int64_t>(o->words.size()), hidden.empty() ? 0 : hidden.view().numel()};
@@ -244,8 +248,11 @@ void PipelineStage::send_result(const StepResult& result) {
     return;
   }
   const double t0 = timeline_.now();
-  settle_sends(max_outgoing_ - 1);
+  // The leader submits micro-batch m + M only after it took result m, so at most M results are ever in
+  // flight: dropping the sent ones bounds the queue, and waiting here would only stall this stage.
+  drop_sent();
   auto o = std::make_unique<Outgoing>();
+  o->step = result.step;
   o->words = result.encode();
   o->header = {static_cast<int64_t>(o->words.size()), 0};
   o->requests.push_back(links_.pipeline_ctl->isend(o->header.data(), 1, DType::kI64, 0, nullptr));

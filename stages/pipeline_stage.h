@@ -91,6 +91,7 @@ class PipelineStage {
 
  private:
   struct Outgoing {
+    int64_t step = 0;  // the micro-batch
     std::array<int64_t, 2> header{};
     std::vector<int64_t> words;
     Tensor hidden;
@@ -101,8 +102,9 @@ class PipelineStage {
   StepResult sample_and_score(const StepPlan& plan, const Tensor& logits);
   void send_down(int64_t step, std::vector<int64_t> words, const Tensor& hidden);
   void send_result(const StepResult& result);
-  // Drops the outgoing micro-batches whose sends are complete, then waits for the oldest while more
-  // than `keep` are left. flush_sends: all of them.
+  // Drops the outgoing micro-batches at the front whose sends are complete.
+  void drop_sent();
+  // drop_sent, then waits for the oldest while more than `keep` are left. flush_sends: all of them.
   void settle_sends(size_t keep);
   void flush_sends();
   StepPlan receive_from_leader(std::vector<int64_t>* words);
@@ -130,7 +132,8 @@ class PipelineStage {
   std::vector<float> score_rows_;         // scored prompt rows on the host, reused across steps
   std::deque<StepResult> local_results_;  // pp = 1: the leader samples itself
   std::deque<std::unique_ptr<Outgoing>> outgoing_;
-  // Micro-batches whose sends may be in flight at once: 1 on GPUs (a send is ordered on the
+  // Micro-batches whose sends to the next stage may be in flight at once (the last stage's results are
+  // bounded by the micro-batches in flight; send_result): 1 on GPUs (a send is ordered on the
   // communication stream, the host does not wait; the payload copy is freed in stream order), more on
   // the CPU backend, where MPI's shared-memory transport completes a send only once the receiver has
   // taken it (stages/cpu_transport.h): a stage would otherwise wait for a busy successor.

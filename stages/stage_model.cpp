@@ -96,17 +96,20 @@ int64_t StageModel::warm_up_gemms(int64_t max_tokens, int64_t max_logit_rows) {
   int64_t calls = 0;
   // Largest first, as a run's first (prefill) step comes: the activation pool carves the large blocks
   // once and the smaller row counts reuse them (its best fit), instead of carving every size in turn.
-  const std::vector<int64_t> layer_rows = gemm_warmup_rows(max_tokens);
+  auto largest_first = [](int64_t max_rows) {
+    std::vector<int64_t> rows = gemm_warmup_rows(max_rows);
+    std::reverse(rows.begin(), rows.end());
+    return rows;
+  };
   if (!layers_.empty()) {
-    for (auto it = layer_rows.rbegin(); it != layer_rows.rend(); ++it) {
-      layers_.front().warm_up(ops_, *it);
+    for (int64_t rows : largest_first(max_tokens)) {
+      layers_.front().warm_up(ops_, rows);
       calls += DecoderLayer::kGemms;
     }
   }
-  const std::vector<int64_t> head_rows = gemm_warmup_rows(std::min(max_logit_rows, max_tokens));
   if (is_last()) {
-    for (auto it = head_rows.rbegin(); it != head_rows.rend(); ++it) {
-      lm_head_.warm_up(ops_, *it);
+    for (int64_t rows : largest_first(std::min(max_logit_rows, max_tokens))) {
+      lm_head_.warm_up(ops_, rows);
       ++calls;
     }
   }
