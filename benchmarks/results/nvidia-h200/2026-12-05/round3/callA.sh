@@ -13,13 +13,23 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
   { grep -B2 -A10 -m5 "error" $r/build.log; save "build FAILED"; exit 1; }
 save build
 for t in kernels_attention_gpu_test kernels_attention_fp8_gpu_test stages_cuda_gemm_warmup_gpu_test; do
-  CONVEYOR_REQUIRE_GPU=1 timeout 200 ctest --test-dir build -R "^$t\$" --output-on-failure --timeout 190 > $r/ctest_$t.log 2>&1
+  CONVEYOR_REQUIRE_GPU=1 timeout 100 ctest --test-dir build -R "^$t\$" --output-on-failure --timeout 90 > $r/ctest_$t.log 2>&1
   save "$t rc=$? $(grep -E 'Test +#' $r/ctest_$t.log)"
   grep -E "FAILED|Failure|Expected|Which is|max_abs|mismatch" $r/ctest_$t.log | head -12
 done
-timeout 150 build/benchmarks/attention_bench --json $r/attention.json > $r/attention.txt 2>&1
+# The new kernel failing its tests: attention_bench measures it anyway, then the kernel before the new load path
+# (attention_prefill_before.cu, fbd7eb5's parent) is built back in so that calls B and C run on a correct one.
+timeout 100 build/benchmarks/attention_bench --json $r/attention.json > $r/attention.txt 2>&1
 save "attention_bench rc=$?"; grep -i prefill $r/attention.txt | cut -c1-220
-timeout 120 build/benchmarks/attention_bench --kv-cache-dtype fp8 --json $r/attention_fp8.json > $r/attention_fp8.txt 2>&1
+timeout 80 build/benchmarks/attention_bench --kv-cache-dtype fp8 --json $r/attention_fp8.json > $r/attention_fp8.txt 2>&1
 save "attention_bench fp8 rc=$?"; grep -i prefill $r/attention_fp8.txt | cut -c1-220
+if [ "$(grep -l '100% tests passed' $r/ctest_kernels_attention_gpu_test.log $r/ctest_kernels_attention_fp8_gpu_test.log | wc -l)" != 2 ]; then
+  cp benchmarks/results/nvidia-h200/2026-12-05/round3/attention_prefill_before.cu kernels/cuda/attention_prefill.cu
+  ninja -C build -j16 > $r/build_fallback.log 2>&1; touch $r/FALLBACK_KERNEL
+  for t in kernels_attention_gpu_test kernels_attention_fp8_gpu_test; do
+    CONVEYOR_REQUIRE_GPU=1 timeout 100 ctest --test-dir build -R "^$t\$" --output-on-failure --timeout 90 > $r/fallback_$t.log 2>&1
+    save "fallback $t rc=$?"
+  done
+fi
 timeout 90 build/conveyor doctor --output-json $r/doctor.json > $r/doctor.log 2>&1
 save "doctor rc=$?"; grep -iE "prefill|gemm|attention" $r/doctor.log | head -12

@@ -2,7 +2,7 @@
 # Round 3, device call B (carry .smolB; call A left the build and /tmp/smolA): the second GGUF piece, then
 # the 1-GPU suite's runs with the start-up GEMM warm-up on (the default): batch 64 512/256, the same with
 # runtime.gemm_warmup=false, batch 1 128/128 bf16, batch 1 FP8 weights with the FP8 gemv auto and off, and
-# 1,000 prompts 1024/1024 while time lasts; each beside its `plan --compare` prediction from call A's doctor.
+# the batch-256 decode step's timeline (1024 in / 128 out), 1,000 prompts 1024/1024 while time lasts; each beside its `plan --compare` prediction from call A's doctor.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
 cp .smolB/p /tmp/smolB
@@ -29,6 +29,9 @@ for g in auto off; do
     --num-iters 10 --quantization fp8 --set runtime.fp8_gemv=$g --output-json $r/b1_fp8_gemv_$g.json > $r/b1_fp8_gemv_$g.txt 2>&1
   save "b1 fp8 gemv=$g rc=$? $(grep -iE 'tok/s|Avg latency' $r/b1_fp8_gemv_$g.txt | head -2 | tr '\n' ' ')"
 done
+timeout 120 build/conveyor bench latency "${m[@]}" --input-len 1024 --output-len 128 --batch-size 256 --num-iters-warmup 1 \
+  --num-iters 1 --step-timeline $r/steps_b256.json --output-json $r/b256_latency.json > $r/b256_latency.txt 2>&1
+save "b256 step timeline rc=$?"; grep -A16 -i "step timeline" $r/b256_latency.txt | head -20; gzip -f $r/steps_b256.json
 [ "$(left)" -gt 100 ] && timeout $(($(left) - 8)) build/conveyor bench throughput "${m[@]}" --input-len 1024 --output-len 1024 \
   --num-prompts 1000 --output-json $r/t1000.json > $r/t1000.txt 2>&1
 save "1000 prompts rc=$? $(grep -iE 'batch from memory|Throughput|TTFT' $r/t1000.txt | tr '\n' ' ')"
