@@ -18,13 +18,13 @@ for t in kernels_attention_gpu_test kernels_attention_fp8_gpu_test stages_cuda_g
   grep -E "FAILED|Failure|Expected|Which is|max_abs|mismatch" $r/ctest_$t.log | head -12
 done
 # The new kernel failing its tests: attention_bench measures it anyway, then the kernel before the new load path
-# (attention_prefill_before.cu, fbd7eb5's parent) is built back in so that calls B and C run on a correct one.
+# (attention_prefill_before.cu: `git show fbd7eb5^:kernels/cuda/attention_prefill.cu`, put there before the call; not needed: the new kernel passed) is built back in so that calls B and C run on a correct one.
 timeout 100 build/benchmarks/attention_bench --json $r/attention.json > $r/attention.txt 2>&1
 save "attention_bench rc=$?"; grep -i prefill $r/attention.txt | cut -c1-220
 timeout 80 build/benchmarks/attention_bench --kv-cache-dtype fp8 --json $r/attention_fp8.json > $r/attention_fp8.txt 2>&1
 save "attention_bench fp8 rc=$?"; grep -i prefill $r/attention_fp8.txt | cut -c1-220
 if [ "$(grep -l '100% tests passed' $r/ctest_kernels_attention_gpu_test.log $r/ctest_kernels_attention_fp8_gpu_test.log | wc -l)" != 2 ]; then
-  cp benchmarks/results/nvidia-h200/2026-12-05/round3/attention_prefill_before.cu kernels/cuda/attention_prefill.cu
+  cp benchmarks/results/nvidia-h100/2026-12-05/calls/attention_prefill_before.cu kernels/cuda/attention_prefill.cu
   ninja -C build -j16 > $r/build_fallback.log 2>&1; touch $r/FALLBACK_KERNEL
   for t in kernels_attention_gpu_test kernels_attention_fp8_gpu_test; do
     CONVEYOR_REQUIRE_GPU=1 timeout 100 ctest --test-dir build -R "^$t\$" --output-on-failure --timeout 90 > $r/fallback_$t.log 2>&1
