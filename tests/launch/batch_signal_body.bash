@@ -30,6 +30,42 @@ rank_pid() {
   done
 }
 
+# Whether this machine's mpirun forwards SIG<name> to its ranks (Open MPI forwards SIGUSR1/SIGUSR2 unless
+# ess_base_forward_signals says otherwise): one rank of bash traps it. Prints what was found.
+mpirun_forwards() {  # <signal name> [mpirun args]
+  local sig=$1 mark="$tmp/forwarded_$1"
+  shift
+  rm -f "$mark"
+  mpirun --oversubscribe -np 1 "$@" bash -c "trap 'echo yes > $mark; exit 0' $sig; for _ in \$(seq 1 100); do sleep 0.05; done" &
+  local p=$!
+  sleep 1.5
+  kill -"$sig" $p
+  wait $p 2>/dev/null
+  [ -s "$mark" ]
+}
+
+# Under mpirun, SIGUSR1/SIGUSR2 reach the ranks only where mpirun forwards them. The GPU machine's
+# mpirun (Open MPI 4.1.6) let a SIGUSR1 job run to its end (2026-12-05): find out which side it is, say
+# so, and where the launcher does not forward, deliver the signal to every rank as srun's slurmstepd
+# does, so that what is tested stays conveyor's own handling.
+signal_targets_ranks=()
+for sig in "${stop_signals[@]}"; do
+  [ ${#launch[@]} -gt 0 ] && [ "$sig" != TERM ] || continue
+  if mpirun_forwards "$sig"; then
+    echo "mpirun forwards SIG$sig to its ranks"
+  else
+    echo "NOTE: this machine's mpirun does not forward SIG$sig to its ranks ($(mpirun --version 2>&1 | head -1);" \
+      "OMPI_MCA_ess_base_forward_signals=${OMPI_MCA_ess_base_forward_signals-unset};" \
+      "$(ompi_info --param ess base --level 9 2>/dev/null | grep -i forward_signals | head -1 | tr -s ' '))"
+    if mpirun_forwards "$sig" --mca ess_base_forward_signals "SIG$sig"; then
+      echo "NOTE: with --mca ess_base_forward_signals SIG$sig it does; the test sends it to the ranks directly"
+    else
+      echo "NOTE: not with --mca ess_base_forward_signals SIG$sig either; the test sends it to the ranks directly"
+    fi
+    signal_targets_ranks+=("$sig")
+  fi
+done
+
 interrupt_and_resume() {  # <signal> <output> [rank to kill -9]
   local sig=$1 out=$2 victim=${3:-1}
   "${launch[@]}" "$bin" generate "${layout[@]}" --model "$gguf" --input "$tmp/in.jsonl" --output "$out" --max-num-seqs 8 \
@@ -43,12 +79,14 @@ interrupt_and_resume() {  # <signal> <output> [rank to kill -9]
   if [ ${#launch[@]} -gt 0 ] && [ "$sig" = KILL ]; then
     target=$(rank_pid $pid $victim)  # kill -9 one rank, not mpirun
     [ -n "$target" ] || { echo "FAIL: no rank $victim under mpirun $pid"; return 1; }
+  elif [[ " ${signal_targets_ranks[*]} " == *" $sig "* ]]; then
+    target="$(pgrep -P $pid | tr '\n' ' ')"  # every rank, as slurmstepd signals every task
   fi
   local masks="" p  # each process's signal masks when the signal is sent, shown if it is not honoured
   for p in $pid $(pgrep -P $pid); do masks+="pid $p: $(grep -E 'SigBlk|SigIgn|SigCgt' /proc/$p/status 2>/dev/null | tr '\n\t' '  ')"$'\n'; done
   local lines_at_signal
   lines_at_signal=$(wc -l < "$out" 2>/dev/null || echo 0)
-  kill -"$sig" $target
+  kill -"$sig" $target  # $target unquoted: one pid, or every rank's
   local t0 rc took
   t0=$(date +%s)
   wait $pid
