@@ -31,6 +31,7 @@
 #include "runtime/engine/request.h"
 #include "runtime/model/spec.h"
 #include "stages/cpu_ceilings.h"
+#include "stages/gpu_peaks.h"
 #include "stages/partitioner.h"
 #include "stages/pipeline_stage.h"
 #include "stages/stage_options.h"
@@ -183,13 +184,14 @@ json ttft_tpot(const std::vector<TimedRun>& runs) {
 }
 
 // The device a roofline is drawn against: on the CPU backend this host's measured ceilings (fp32
-// weights and KV, as the CPU backend runs), on CUDA the planner's GPU peaks (H200, bf16).
+// weights and KV, as the CPU backend runs), on CUDA the planner's peaks of the GPU the run is on
+// (gpu_peaks.h; bf16), the H200's where that GPU is not known there.
 struct RooflineDevice {
   std::string name;
   double flops = 0, bandwidth = 0, dtype_bytes = 2;
 };
 
-RooflineDevice roofline_device(Backend backend) {
+RooflineDevice roofline_device(Backend backend, const std::string& gpu_name) {
   if (backend == Backend::kCpu) {
     const CpuCeilings c = measure_cpu_ceilings();
     char name[160];
@@ -197,8 +199,8 @@ RooflineDevice roofline_device(Backend backend) {
                   c.bandwidth / 1e9, c.flops / 1e9);
     return {name, c.flops, c.bandwidth, 4};
   }
-  const DeviceCeilings d;
-  return {"H200 peaks (bf16)", d.flops, d.bandwidth, 2};
+  if (const GpuPeaks* g = find_gpu_peaks(gpu_name)) return {std::string(g->label) + " peaks (bf16)", g->flops, g->bandwidth, 2};
+  return {"H200 peaks (bf16; assumed for " + gpu_name + ")", kH200Peaks.flops, kH200Peaks.bandwidth, 2};
 }
 
 // The run's lower bound on `dev` (see docs/bench.md): model FLOPs and bytes of an ideal run of the same
@@ -390,7 +392,7 @@ void add_details(json& out, const Details& d) {
   const Backend backend = resolve_backend(cfg.get_string("runtime.backend"));
   const StageOptions opt = StageOptions::from_config(cfg);  // the model as the stages run it
   out["roofline"] = roofline(opt.quantized(d.spec), d.runs.back(), elapsed, gpus, d.session.batch().max_num_seqs,
-                             roofline_device(backend), opt.kv_fp8());
+                             roofline_device(backend, d.session.device_info().name), opt.kv_fp8());
   out["backend"] = backend_name(backend);
   out["model"] = {{"shape", d.spec.source}, {"load_format", cfg.get_string("model.load_format")},
                   {"dtype", cfg.get_string("model.dtype")}};

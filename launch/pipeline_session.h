@@ -49,6 +49,8 @@ class PipelineSession {
   MPI_Comm leaders() const { return leaders_; }
   int rank() const { return mpi_.rank(); }
   const WorldConfig& world() const { return *world_; }
+  // This rank's device: its GPU (name, memory) or the host.
+  DeviceInfo device_info() const { return device_->info(); }
   // Layers per stage as this run split them (plan_layout), for reports. Made by start().
   const std::vector<int64_t>& partition() const { return parts_.partition; }
   // Rank 0: the checkpoint's files with their digests, computed by start() while the weights loaded

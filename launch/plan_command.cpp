@@ -38,6 +38,8 @@ void set_step_overhead(const po::variables_map& vm, DeviceProfile* p) {
 }
 
 void print_device_model(const DeviceCeilings& dev) {
+  std::printf("GPU: %s, %.1f GiB each (x %.2f usable), ceilings %.0f TFLOP/s bf16 and %.2f TB/s\n", dev.label.c_str(),
+              dev.memory / (1ull << 30), dev.memory_utilization, dev.flops / 1e12, dev.bandwidth / 1e12);
   for (const std::string& line : describe_device_model(dev.measured, dev.flops, dev.bandwidth))
     std::cout << line << "\n";
 }
@@ -58,7 +60,8 @@ nlohmann::json comparison_json(const CompareWorkload& cw, int gpus, const Device
           {"links", {{"allreduce_busbw_gbps", links.allreduce_busbw / 1e9},
                      {"allreduce_latency_us", links.allreduce_latency * 1e6},
                      {"p2p_bandwidth_gbps", links.p2p_bandwidth / 1e9}, {"p2p_latency_us", links.p2p_latency * 1e6}}},
-          {"device_model", {{"measured", dev.measured.any()}, {"source", dev.measured.source},
+          {"device_model", {{"gpu", dev.label}, {"memory_gib", dev.memory / (1ull << 30)},
+                            {"measured", dev.measured.any()}, {"source", dev.measured.source},
                             {"step_overhead_us", dev.measured.step_overhead_s * 1e6},
                             {"description", describe_device_model(dev.measured, dev.flops, dev.bandwidth)}}},
           {"layouts", rows}};
@@ -166,9 +169,10 @@ int run_plan_command(const Args& args) {
       "batch", po::value<int64_t>(),
       "sequences decoding together (default: scheduler.max_num_seqs; when that is 0, what the KV room holds)")(
       "context", po::value<int64_t>()->default_value(2048), "mean tokens per sequence in the KV cache")(
-      "device-memory", po::value<std::string>()->default_value("140G"), "memory per GPU")(
-      "peak-tflops", po::value<double>()->default_value(810.0), "dense bf16 TFLOP/s per GPU")(
-      "peak-bandwidth", po::value<double>()->default_value(4.28), "memory bandwidth per GPU, TB/s")(
+      "device-memory", po::value<std::string>()->default_value("140G"),
+      "memory per GPU (default: the H200's, or the doctor JSON's GPU)")(
+      "peak-tflops", po::value<double>()->default_value(810.0), "dense bf16 TFLOP/s per GPU (default as above)")(
+      "peak-bandwidth", po::value<double>()->default_value(4.28), "memory bandwidth per GPU, TB/s (default as above)")(
       "compare", "rank every pp x tp layout of --gpus GPUs by predicted output tokens/s")(
       "gpus", po::value<int>(), "--compare: GPUs to lay the model out on")(
       "input-len", po::value<int64_t>()->default_value(1024), "--compare: prompt tokens per sequence")(
@@ -217,10 +221,12 @@ int run_plan_command(const Args& args) {
   nlohmann::json doctor;
   if (!doctor_path.empty()) doctor = read_doctor_json(doctor_path);
   const nlohmann::json* doctor_ptr = doctor_path.empty() ? nullptr : &doctor;
+  // A doctor JSON brings its GPU's figures (ceilings_from_doctor); a flag given on the command line wins.
   DeviceCeilings dev = doctor_ptr ? ceilings_from_doctor(doctor, doctor_path) : DeviceCeilings{};
-  dev.memory = static_cast<double>(parse_byte_size(vm["device-memory"].as<std::string>()));
-  dev.flops = vm["peak-tflops"].as<double>() * 1e12;
-  dev.bandwidth = vm["peak-bandwidth"].as<double>() * 1e12;
+  auto given = [&](const char* flag) { return !doctor_ptr || !vm[flag].defaulted(); };
+  if (given("device-memory")) dev.memory = static_cast<double>(parse_byte_size(vm["device-memory"].as<std::string>()));
+  if (given("peak-tflops")) dev.flops = vm["peak-tflops"].as<double>() * 1e12;
+  if (given("peak-bandwidth")) dev.bandwidth = vm["peak-bandwidth"].as<double>() * 1e12;
   dev.memory_utilization = opt.gpu_memory_utilization;
   set_step_overhead(vm, &dev.measured);
   if (vm.count("compare")) return run_compare(vm, opt, spec, dev, doctor_ptr, doctor_path);

@@ -214,7 +214,8 @@ nlohmann::json measure_device(Device& device) {
   CONVEYOR_CUDA_CHECK(cudaSetDevice(info.index));
   cudaStream_t stream;
   CONVEYOR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  nlohmann::json j = {{"name", info.name}, {"index", info.index}, {"dtype", "bf16"}};
+  nlohmann::json j = {{"name", info.name}, {"index", info.index}, {"dtype", "bf16"},
+                      {"memory_gib", static_cast<double>(info.total_memory) / (1ull << 30)}};
   j.update(gemm_sections(device, stream));
   j.update(attention_sections(device, stream));
   j["graph_kernel"] = graph_kernel_section(device, stream);

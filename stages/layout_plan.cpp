@@ -6,6 +6,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/model/weights_layout.h"
+#include "stages/gpu_peaks.h"
 
 namespace conveyor {
 
@@ -22,8 +23,20 @@ nlohmann::json read_doctor_json(const std::string& path) {
 DeviceCeilings ceilings_from_doctor(const nlohmann::json& doctor, const std::string& where) {
   DeviceCeilings dev;
   dev.measured = device_profile_from_json(doctor, where);
-  if (dev.measured.ceiling_flops > 0) dev.flops = dev.measured.ceiling_flops;  // a CPU's own ceilings
+  const nlohmann::json device = doctor.value("device", nlohmann::json::object());
+  if (const GpuPeaks* gpu = find_gpu_peaks(device.value("name", std::string()))) {
+    dev.label = gpu->label;
+    dev.flops = gpu->flops;
+    dev.bandwidth = gpu->bandwidth;
+    dev.memory = gpu->memory;
+  }
+  if (dev.measured.ceiling_flops > 0) {  // a CPU's own ceilings
+    dev.label = "CPU";
+    dev.flops = dev.measured.ceiling_flops;
+  }
   if (dev.measured.ceiling_bandwidth > 0) dev.bandwidth = dev.measured.ceiling_bandwidth;
+  const bool gpu = doctor.value("backend", std::string("cuda")) != "cpu";  // a CPU doctor's memory is the host's
+  if (gpu && device.value("memory_gib", 0.0) > 0) dev.memory = device.value("memory_gib", 0.0) * (1ull << 30);
   return dev;
 }
 

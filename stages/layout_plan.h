@@ -21,7 +21,9 @@ namespace conveyor {
 // A doctor JSON, parsed; throws naming `path` when it cannot be read or is not JSON.
 nlohmann::json read_doctor_json(const std::string& path);
 
-// The roofline defaults with the measured speeds of a parsed doctor JSON (`where`: its path, for errors).
+// The measured speeds of a parsed doctor JSON (`where`: its path, for errors) over the ceilings of the
+// GPU it names (gpu_peaks.h; the H200's for a GPU not known there), its memory where it says
+// (device.memory_gib); a CPU doctor's own ceilings.
 DeviceCeilings ceilings_from_doctor(const nlohmann::json& doctor, const std::string& where);
 
 // The links a doctor JSON measured: the slowest pipeline edge (lowest bandwidth, highest latency) and the

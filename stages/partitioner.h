@@ -14,13 +14,15 @@
 
 #include "runtime/model/spec.h"
 #include "stages/device_profile.h"
+#include "stages/gpu_peaks.h"
 
 namespace conveyor {
 
 struct DeviceCeilings {
-  double flops = 810e12;          // bf16 dense, measured on H200 (cuBLASLt)
-  double bandwidth = 4.28e12;     // bytes/s, device copy on H200
-  double memory = 140.0 * (1ull << 30);  // bytes per GPU
+  std::string label = kH200Peaks.label;        // the GPU these are of ("H200"; a CPU doctor's "CPU")
+  double flops = kH200Peaks.flops;             // bf16 dense
+  double bandwidth = kH200Peaks.bandwidth;     // bytes/s
+  double memory = kH200Peaks.memory;           // bytes per GPU
   double memory_utilization = 0.9;
   DeviceProfile measured;         // doctor's component speeds; empty: every kernel at the ceilings above
 };

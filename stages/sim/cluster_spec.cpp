@@ -11,6 +11,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/strings.h"
+#include "stages/gpu_peaks.h"
 #include "stages/layout_plan.h"
 
 namespace conveyor {
@@ -23,9 +24,10 @@ struct GpuPreset {
 
 // "cpu" has no numbers of its own: doctor_json gives them all (read_cpu_preset).
 const std::map<std::string, GpuPreset>& gpu_presets() {
+  auto preset = [](const GpuPeaks& g) { return GpuPreset{g.flops, g.fp8_flops, g.bandwidth, g.memory}; };
   static const std::map<std::string, GpuPreset> p = {
-      {"h200", {810e12, 1480e12, 4.28e12, 140.0 * (1ull << 30)}},
-      {"h100", {810e12, 1480e12, 4.28e12 * 3.35 / 4.8, 79.6 * (1ull << 30)}},
+      {kH200Peaks.preset, preset(kH200Peaks)},
+      {kH100Peaks.preset, preset(kH100Peaks)},
       {"cpu", {0, 0, 0, 0}},
   };
   return p;

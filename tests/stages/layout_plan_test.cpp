@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 #include <utility>
 
@@ -289,6 +290,37 @@ TEST(LayoutPlan, PlanPathEqualsRunPath) {
       }
   EXPECT_EQ(cases, 48);
   EXPECT_GT(differs_from_roofline, 0);
+}
+
+// A doctor JSON names its GPU: the plan takes that GPU's ceilings and memory (an H100's doctor planned as
+// an H200 put 256 sequences where the run had room for 200), its measured memory over the preset's, and
+// the H200's for a GPU gpu_peaks.h does not know; a CPU doctor's memory is the host's, not a GPU's.
+TEST(LayoutPlan, DoctorJsonBringsItsGpusCeilingsAndMemory) {
+  std::ifstream in(testing::data_path("doctor_measured.json"));
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["device"]["name"] = "NVIDIA H100 80GB HBM3";
+  DeviceCeilings h100 = ceilings_from_doctor(j, "h100.json");
+  EXPECT_EQ(h100.label, "H100");
+  EXPECT_DOUBLE_EQ(h100.bandwidth, kH100Peaks.bandwidth);
+  EXPECT_DOUBLE_EQ(h100.memory, kH100Peaks.memory);
+  EXPECT_TRUE(h100.measured.any());
+  j["device"]["memory_gib"] = 79.18;
+  EXPECT_DOUBLE_EQ(ceilings_from_doctor(j, "h100.json").memory, 79.18 * (1ull << 30));
+  j["device"]["name"] = "NVIDIA H200";
+  EXPECT_EQ(ceilings_from_doctor(j, "h200.json").label, "H200");
+  j["device"]["name"] = "NVIDIA A100-SXM4-80GB";
+  const DeviceCeilings other = ceilings_from_doctor(j, "a100.json");
+  EXPECT_EQ(other.label, "H200");
+  EXPECT_DOUBLE_EQ(other.bandwidth, kH200Peaks.bandwidth);
+  EXPECT_DOUBLE_EQ(other.memory, 79.18 * (1ull << 30));
+  EXPECT_EQ(find_gpu_peaks("h100"), &kH100Peaks);
+  EXPECT_EQ(find_gpu_peaks("NVIDIA H200 NVL"), &kH200Peaks);
+  EXPECT_EQ(find_gpu_peaks("NVIDIA A100-SXM4-80GB"), nullptr);
+
+  std::ifstream cpu_in(testing::data_path("doctor_cpu.json"));
+  const DeviceCeilings cpu = ceilings_from_doctor(nlohmann::json::parse(cpu_in), "cpu.json");
+  EXPECT_EQ(cpu.label, "CPU");
+  EXPECT_DOUBLE_EQ(cpu.memory, DeviceCeilings{}.memory);
 }
 
 }  // namespace
