@@ -285,5 +285,36 @@ TEST(ScheduleSim, OneH200Batch64MakesTheRunsPlans) {
   EXPECT_EQ(r.peak_running, 64);
 }
 
+// The same check on the H100 the 2026-12-05 round got (benchmarks/results/nvidia-h100/2026-12-05: runs with
+// the start-up GEMM warm-up, the default, and that card's doctor JSON in configs/clusters/h100-1.yaml): all
+// three workloads within 15% (measured -2.5%, +0.1%, -0.2%) and the run's plans exactly, the 1,000
+// prompts at the batch the run chose from its KV room (200; the simulator's room is 0.8% larger: 201).
+SimResult predicted_h100(int64_t prompts, int64_t input, int64_t output, int64_t max_num_seqs) {
+  SimWorkload w;
+  w.num_prompts = prompts, w.input_len = input, w.output_len = output, w.max_num_seqs = max_num_seqs;
+  return simulate_layout(model("llama-3-8b.yaml"), cluster("h100-1.yaml"), w, SimLayout{});
+}
+
+nlohmann::json measured_h100(const std::string& file) {
+  std::ifstream in(testing::source_dir() + "/benchmarks/results/nvidia-h100/2026-12-05/b/" + file);
+  return nlohmann::json::parse(in);
+}
+
+TEST(ScheduleSim, OneH100ThreeWorkloadsWithinFifteenPercentAndTheRunsPlans) {
+  struct Case {
+    const char* file;
+    int64_t prompts, input, output, max_num_seqs;
+  };
+  // batch 1: the latency run's 3 warm-up and 10 timed batches of one request each.
+  for (const Case& c : {Case{"b1.json", 13, 128, 128, 1}, Case{"b64.json", 64, 512, 256, 64},
+                        Case{"t1000.json", 1000, 1024, 1024, 200}}) {
+    const nlohmann::json j = measured_h100(c.file);
+    const SimResult r = predicted_h100(c.prompts, c.input, c.output, c.max_num_seqs);
+    const double want = j.at("output_tokens_per_second").get<double>(), got = r.output_tokens_per_s;
+    EXPECT_NEAR(got / want, 1.0, 0.15) << c.file << ": predicted " << got << " measured " << want;
+    EXPECT_EQ(r.plans, j.at("kv_cache").at("plans").get<int64_t>()) << c.file;
+  }
+}
+
 }  // namespace
 }  // namespace conveyor
