@@ -62,6 +62,7 @@ void warm_up_gemms(PipelineStage& stage, const BatchBudget& batch, bool say) {
                  "(runtime.gemm_warmup=false leaves that to the run's first steps)",
                  calls, batch.max_num_batched_tokens,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (calls > 0 && say) spdlog::debug("GEMM choices after the warm-up (logging.level=debug):\n{}", stage.describe_gemms());
 }
 
 }  // namespace

@@ -68,6 +68,8 @@ class PipelineStage {
   // runtime.gemm_warmup: StageModel::warm_up_gemms (its timing waits for the GPU; the last GEMMs may
   // still run); the GEMM calls made.
   int64_t warm_up_gemms(int64_t max_tokens, int64_t max_logit_rows);
+  // What each GEMM shape runs, as timed (Ops::describe_gemms; empty on the CPU backend).
+  std::string describe_gemms() const { return ops_->describe_gemms(); }
   // runtime.profile_step: the step whose kernels a profiler started with collection off records.
   void set_profile_step(int64_t step) { profile_step_ = step; }
   // Micro-batches whose sends may be in flight before this stage waits for the oldest (>= 1).
