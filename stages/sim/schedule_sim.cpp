@@ -173,7 +173,7 @@ class EventLoop {
       if (e.kind == Event::kTaskEnd) task_end(e);
       if (e.kind == Event::kArrive) {
         flight(e.flight).arrived[e.stage] = true;
-        try_start(e.stage, e.t, true);
+        try_start(e.stage, e.t);
       }
       if (e.kind == Event::kStart) {
         tasks_[e.stage].receiving = false;
@@ -293,9 +293,10 @@ class EventLoop {
     }
   }
 
-  // `woken`: the plan has just arrived (a stage that waits for it must be woken); otherwise the stage has
-  // just finished its previous plan and takes the next, already there, at once.
-  void try_start(size_t s, double t, bool woken = false) {
+  // Stage s takes its next plan if it is free and the plan has arrived; every stage but the first
+  // spends a hop receiving it (hop(): the message in hand, whether it arrived just now or waited while the
+  // stage computed), then computes.
+  void try_start(size_t s, double t) {
     Task& task = tasks_[s];
     if (task.busy || task.receiving || queue_[s].empty() || !flight(queue_[s].front()).arrived[s]) return;
     const int64_t f = queue_[s].front();
