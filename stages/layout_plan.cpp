@@ -24,19 +24,19 @@ DeviceCeilings ceilings_from_doctor(const nlohmann::json& doctor, const std::str
   DeviceCeilings dev;
   dev.measured = device_profile_from_json(doctor, where);
   const nlohmann::json device = doctor.value("device", nlohmann::json::object());
-  if (const GpuPeaks* gpu = find_gpu_peaks(device.value("name", std::string()))) {
+  const bool cpu = dev.measured.ceiling_flops > 0;  // a CPU doctor's own ceilings; its memory_gib is the host's
+  if (const GpuPeaks* gpu = cpu ? nullptr : find_gpu_peaks(device.value("name", std::string()))) {
     dev.label = gpu->label;
     dev.flops = gpu->flops;
     dev.bandwidth = gpu->bandwidth;
     dev.memory = gpu->memory;
   }
-  if (dev.measured.ceiling_flops > 0) {  // a CPU's own ceilings
+  if (cpu) {
     dev.label = "CPU";
     dev.flops = dev.measured.ceiling_flops;
   }
   if (dev.measured.ceiling_bandwidth > 0) dev.bandwidth = dev.measured.ceiling_bandwidth;
-  const bool gpu = doctor.value("backend", std::string("cuda")) != "cpu";  // a CPU doctor's memory is the host's
-  if (gpu && device.value("memory_gib", 0.0) > 0) dev.memory = device.value("memory_gib", 0.0) * (1ull << 30);
+  if (const double gib = device.value("memory_gib", 0.0); !cpu && gib > 0) dev.memory = gib * (1ull << 30);
   return dev;
 }
 

@@ -18,20 +18,9 @@ namespace conveyor {
 
 namespace {
 
-struct GpuPreset {
-  double flops, fp8_flops, bandwidth, memory;
-};
-
-// "cpu" has no numbers of its own: doctor_json gives them all (read_cpu_preset).
-const std::map<std::string, GpuPreset>& gpu_presets() {
-  auto preset = [](const GpuPeaks& g) { return GpuPreset{g.flops, g.fp8_flops, g.bandwidth, g.memory}; };
-  static const std::map<std::string, GpuPreset> p = {
-      {kH200Peaks.preset, preset(kH200Peaks)},
-      {kH100Peaks.preset, preset(kH100Peaks)},
-      {"cpu", {0, 0, 0, 0}},
-  };
-  return p;
-}
+// "cpu" has no numbers of its own: doctor_json gives them all (read_gpu); the GPUs are gpu_peaks.h's.
+constexpr GpuPeaks kCpuPreset{"cpu", "CPU", 0, 0, 0, 0};
+const GpuPeaks* gpu_preset(const std::string& name) { return name == kCpuPreset.preset ? &kCpuPreset : find_gpu_peaks(name); }
 
 const std::map<std::string, LinkSpec>& link_presets() {
   static const std::map<std::string, LinkSpec> p = {
@@ -113,11 +102,11 @@ LinkSpec read_link(const Reader& r, const YAML::Node& n, const std::string& key,
 std::string read_gpu(const Reader& r, const YAML::Node& g, ClusterSpec* c) {
   const bool gmap = g && g.IsMap();
   c->gpu_name = gmap ? r.text(g["preset"], "gpu.preset", "h200") : r.text(g, "gpu", "h200");
-  auto it = gpu_presets().find(c->gpu_name);
-  CONVEYOR_CHECK(it != gpu_presets().end(), r.where("gpu"), ": unknown GPU preset '", c->gpu_name,
-                 "' (presets: h200, h100, cpu)");
+  const GpuPeaks* preset = gpu_preset(c->gpu_name);
+  CONVEYOR_CHECK(preset != nullptr && c->gpu_name == preset->preset, r.where("gpu"), ": unknown GPU preset '",
+                 c->gpu_name, "' (presets: h200, h100, cpu)");
   const std::string doctor = gmap ? r.relative(r.text(g["doctor_json"], "gpu.doctor_json", "")) : "";
-  GpuPreset p = it->second;
+  GpuPeaks p = *preset;
   double memory_gib = p.memory / (1ull << 30);
   if (!doctor.empty()) {
     const nlohmann::json j = read_doctor_json(doctor);
@@ -127,16 +116,18 @@ std::string read_gpu(const Reader& r, const YAML::Node& g, ClusterSpec* c) {
                          c->gpu.measured.ceiling_bandwidth > 0, r.where("gpu.doctor_json"), ": ", doctor,
                      " is not a doctor JSON of the CPU backend (run `mpirun -np N conveyor doctor --output-json F` "
                      "with --set runtime.backend=cpu)");
-      p = {c->gpu.measured.ceiling_flops, c->gpu.measured.ceiling_flops, c->gpu.measured.ceiling_bandwidth, 0};
+      p.flops = p.fp8_flops = c->gpu.measured.ceiling_flops;
+      p.bandwidth = c->gpu.measured.ceiling_bandwidth;
       memory_gib = j.at("device").value("memory_gib", 0.0);
     }
   }
   CONVEYOR_CHECK(!c->cpu() || !doctor.empty(), r.where("gpu"), ": preset cpu takes its speeds from gpu.doctor_json "
                  "(`conveyor doctor --output-json` on the CPU backend), which is not given");
   // A gpu.<key> override in the file's units, else the preset's value.
-  auto field = [&](const char* key, double preset) {
-    return gmap ? r.number(g[key], std::string("gpu.") + key, preset) : preset;
+  auto field = [&](const char* key, double fallback) {
+    return gmap ? r.number(g[key], std::string("gpu.") + key, fallback) : fallback;
   };
+  c->gpu.label = p.label;
   c->gpu.flops = field("tflops", p.flops / 1e12) * 1e12;
   c->fp8_flops = field("fp8_tflops", p.fp8_flops / 1e12) * 1e12;
   c->gpu.bandwidth = field("bandwidth_tbs", p.bandwidth / 1e12) * 1e12;

@@ -245,16 +245,19 @@ struct Measured {
   int64_t prompts, input, output, max_num_seqs;
 };
 
-nlohmann::json measured(const Measured& m) {
-  std::ifstream in(testing::source_dir() + "/benchmarks/results/nvidia-h200/" + m.file);
+// `results`: the folder under benchmarks/results/ that holds m.file.
+nlohmann::json measured(const Measured& m, const std::string& results = "nvidia-h200") {
+  std::ifstream in(testing::source_dir() + "/benchmarks/results/" + results + "/" + m.file);
   return nlohmann::json::parse(in);
 }
 
-SimResult predicted(const Measured& m) {
+// gemm_warmup: whether the run had runtime.gemm_warmup (the H200 runs predate it: their first steps timed
+// the GEMMs).
+SimResult predicted(const Measured& m, const std::string& cluster_file = "h200-1.yaml", bool gemm_warmup = false) {
   SimWorkload w;
   w.num_prompts = m.prompts, w.input_len = m.input, w.output_len = m.output, w.max_num_seqs = m.max_num_seqs;
-  w.gemm_warmup = false;  // these runs predate runtime.gemm_warmup: their first steps timed the GEMMs
-  return simulate_layout(model("llama-3-8b.yaml"), cluster("h200-1.yaml"), w, SimLayout{});
+  w.gemm_warmup = gemm_warmup;
+  return simulate_layout(model("llama-3-8b.yaml"), cluster(cluster_file), w, SimLayout{});
 }
 
 TEST(ScheduleSim, OneH200Batch1WithinFifteenPercent) {
@@ -289,27 +292,12 @@ TEST(ScheduleSim, OneH200Batch64MakesTheRunsPlans) {
 // the start-up GEMM warm-up, the default, and that card's doctor JSON in configs/clusters/h100-1.yaml): all
 // three workloads within 15% (measured -2.5%, +0.1%, -0.2%) and the run's plans exactly, the 1,000
 // prompts at the batch the run chose from its KV room (200; the simulator's room is 0.8% larger: 201).
-SimResult predicted_h100(int64_t prompts, int64_t input, int64_t output, int64_t max_num_seqs) {
-  SimWorkload w;
-  w.num_prompts = prompts, w.input_len = input, w.output_len = output, w.max_num_seqs = max_num_seqs;
-  return simulate_layout(model("llama-3-8b.yaml"), cluster("h100-1.yaml"), w, SimLayout{});
-}
-
-nlohmann::json measured_h100(const std::string& file) {
-  std::ifstream in(testing::source_dir() + "/benchmarks/results/nvidia-h100/2026-12-05/b/" + file);
-  return nlohmann::json::parse(in);
-}
-
 TEST(ScheduleSim, OneH100ThreeWorkloadsWithinFifteenPercentAndTheRunsPlans) {
-  struct Case {
-    const char* file;
-    int64_t prompts, input, output, max_num_seqs;
-  };
   // batch 1: the latency run's 3 warm-up and 10 timed batches of one request each.
-  for (const Case& c : {Case{"b1.json", 13, 128, 128, 1}, Case{"b64.json", 64, 512, 256, 64},
-                        Case{"t1000.json", 1000, 1024, 1024, 200}}) {
-    const nlohmann::json j = measured_h100(c.file);
-    const SimResult r = predicted_h100(c.prompts, c.input, c.output, c.max_num_seqs);
+  for (const Measured& c : {Measured{"b1.json", 13, 128, 128, 1}, Measured{"b64.json", 64, 512, 256, 64},
+                            Measured{"t1000.json", 1000, 1024, 1024, 200}}) {
+    const nlohmann::json j = measured(c, "nvidia-h100/2026-12-05/b");
+    const SimResult r = predicted(c, "h100-1.yaml", /*gemm_warmup=*/true);
     const double want = j.at("output_tokens_per_second").get<double>(), got = r.output_tokens_per_s;
     EXPECT_NEAR(got / want, 1.0, 0.15) << c.file << ": predicted " << got << " measured " << want;
     EXPECT_EQ(r.plans, j.at("kv_cache").at("plans").get<int64_t>()) << c.file;
