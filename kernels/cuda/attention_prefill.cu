@@ -1,14 +1,17 @@
 // Prefill-chunk attention on tensor cores (FlashAttention-2 style), for sequences with more than one
-// new token. One CTA: 64 query rows of one sequence and one query head, 4 warps of 16 rows; K/V tiles
+// new token. One CTA: 128 query rows of one sequence and one query head, 8 warps of 16 rows; K/V tiles
 // of 64 cached positions go to shared memory, S = Q K^T and O += P V run on mma.sync m16n8k16 with
 // fp32 accumulation, and the online softmax stays in registers (the accumulator layout of S is the
 // A-operand layout of P, so P never leaves registers). Causal and sliding-window masks use each row's
-// own position, so any chunk of a sequence works. An FP8 cache's tiles are converted to T while they are
-// loaded (every e4m3 value is exact in bf16 and f16), its k_scale rides scale_log2 and v_scale the output.
-// A 16-bit cache's tiles travel by cp.async (no register round trip, one block-table lookup per row and
-// thread), pipelined over one K and one V buffer: the next K tile lands while P V runs, the next V tile
-// while the next S = Q K^T runs. K and V fragments come out of shared memory by ldmatrix (V transposed):
-// one instruction per two mma operands.
+// own position, so any chunk of a sequence works; a tile every row of a warp sees whole skips the mask.
+// K/V tiles are double-buffered: tile j + 1 travels (cp.async for a 16-bit cache) while tile j is
+// computed, so each tile costs one barrier; the block-table entries of tile j + 2 are read during tile
+// j, so no copy waits on a table lookup. K and V fragments come out of shared memory by ldmatrix (V
+// transposed): one instruction per two mma operands. The grid runs the query heads fastest (the heads of
+// one KV group read the same tiles at about the same time, from L2) and the row tiles last-first (the
+// longest causal rows start first, so short ones fill the tail). An FP8 cache's tiles are converted to T
+// while they are loaded (every e4m3 value is exact in bf16 and f16), its k_scale rides scale_log2 and
+// v_scale the output.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -19,9 +22,21 @@
 namespace conveyor::cuda_detail {
 namespace {
 
-constexpr int kRows = 64;  // query rows per CTA (16 per warp)
-constexpr int kKeys = 64;  // cached positions per tile
-constexpr int kThreads = 128;
+constexpr int kWarps = 8;
+constexpr int kRows = 16 * kWarps;  // query rows per CTA (16 per warp)
+constexpr int kKeys = 64;           // cached positions per tile
+constexpr int kThreads = 32 * kWarps;
+
+// How the CTA's threads share a tile's copies: thread t takes 8-element piece t % kChunks of rows
+// t / kChunks, + kRowsPerPass, ... (kRowsPerThread of them), so it looks up each of its rows once for
+// both K and V.
+template <int D>
+struct TileSplit {
+  static constexpr int kChunks = D / 8;
+  static constexpr int kRowsPerPass = kThreads / kChunks;
+  static constexpr int kRowsPerThread = kKeys / kRowsPerPass;
+  static __device__ __forceinline__ int row(int i) { return i * kRowsPerPass + static_cast<int>(threadIdx.x) / kChunks; }
+};
 
 template <typename T>
 __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1);
@@ -64,28 +79,38 @@ __device__ __forceinline__ uint4 load8_as(const KV* p) {
   }
 }
 
-// Starts loading one K or V tile (positions [k0, k0 + kKeys) of the sequence, zero past `last` or where
-// the block table has no block) into smem as T: a 16-bit cache by cp.async (the caller commits and waits),
-// an FP8 one through registers, converted. Thread t takes 8-element piece t % (D / 8) of every
-// (kThreads / (D / 8))-th row, so it looks up each of its rows once.
+// The block-table entries of this thread's rows of the tile at k0 (-1: past `last` or past the table),
+// read ahead of the copies that need them.
+template <int D>
+__device__ __forceinline__ void fetch_blocks(int (&blk)[TileSplit<D>::kRowsPerThread], const int32_t* table,
+                                             const PagedAttentionArgs& a, int k0, int last) {
+#pragma unroll
+  for (int i = 0; i < TileSplit<D>::kRowsPerThread; ++i) {
+    const int p = k0 + TileSplit<D>::row(i), idx = p / a.block_size;
+    blk[i] = p <= last && idx < a.max_blocks ? __ldg(table + idx) : -1;
+  }
+}
+
+// Starts loading one K or V tile (positions [k0, k0 + kKeys), zero where fetch_blocks found no block)
+// into smem as T: a 16-bit cache by cp.async (the caller commits and waits), an FP8 one through
+// registers, converted.
 template <typename T, typename KV, int D, int kStride>
-__device__ __forceinline__ void load_tile(uint16_t* dst, const KV* cache, const int32_t* table,
-                                          const PagedAttentionArgs& a, int kvh, int k0, int last) {
-  constexpr int kChunks = D / 8;                // 8-element pieces per row
-  constexpr int kRowsPerPass = kThreads / kChunks;
+__device__ __forceinline__ void load_tile(uint16_t* dst, const KV* cache, const int (&blk)[TileSplit<D>::kRowsPerThread],
+                                          const PagedAttentionArgs& a, int kvh, int k0) {
+  using Split = TileSplit<D>;
   const long long token_elems = static_cast<long long>(a.n_kv_heads) * D;
-  const int col = (threadIdx.x % kChunks) * 8;
+  const int col = (threadIdx.x % Split::kChunks) * 8;
   const KV* head = cache + static_cast<long long>(kvh) * D + col;
 #pragma unroll
-  for (int i = 0; i < kKeys / kRowsPerPass; ++i) {
-    const int r = i * kRowsPerPass + static_cast<int>(threadIdx.x) / kChunks;
-    const int p = k0 + r;
-    const long long row = p <= last ? cache_row(table, a.max_blocks, p, a.block_size, a.num_blocks, token_elems) : -1;
+  for (int i = 0; i < Split::kRowsPerThread; ++i) {
+    const int r = Split::row(i);
+    const bool ok = blk[i] >= 0 && blk[i] < a.num_blocks;
+    const long long row = ok ? (static_cast<long long>(blk[i]) * a.block_size + (k0 + r) % a.block_size) * token_elems : 0;
     uint16_t* d = dst + r * kStride + col;
     if constexpr (sizeof(KV) == 2) {
-      cp_async16(d, row >= 0 ? head + row : cache, row >= 0);
+      cp_async16(d, head + row, ok);
     } else {
-      *reinterpret_cast<uint4*>(d) = row >= 0 ? load8_as<T>(head + row) : make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(d) = ok ? load8_as<T>(head + row) : make_uint4(0, 0, 0, 0);
     }
   }
 }
@@ -112,6 +137,7 @@ struct RowRanges {
   int pos[2], lo[2];          // pos -1: row past the end of the sequence's chunk
   int cta_first, cta_last;    // union over the CTA
   int warp_first, warp_last;  // union over the warp
+  int whole_first, whole_last;  // keys every row of the warp sees (empty when a row is past the chunk)
 };
 
 __device__ __forceinline__ RowRanges row_ranges(const PagedAttentionArgs& a, int q0, int qlen, int first_row) {
@@ -131,8 +157,12 @@ __device__ __forceinline__ RowRanges row_ranges(const PagedAttentionArgs& a, int
   __syncthreads();
   r.warp_first = 0x7fffffff;
   r.warp_last = -1;
+  r.whole_first = 0;
+  r.whole_last = 0x7fffffff;
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
+    r.whole_first = max(r.whole_first, r.lo[i]);
+    r.whole_last = min(r.whole_last, r.pos[i]);  // -1 for a row past the chunk: no whole tile
     if (r.pos[i] < 0) continue;
     atomicMin(&range_s[0], r.lo[i]);
     atomicMax(&range_s[1], r.pos[i]);
@@ -143,6 +173,8 @@ __device__ __forceinline__ RowRanges row_ranges(const PagedAttentionArgs& a, int
   for (int o = 16; o > 0; o /= 2) {
     r.warp_first = min(r.warp_first, __shfl_xor_sync(0xffffffffu, r.warp_first, o));
     r.warp_last = max(r.warp_last, __shfl_xor_sync(0xffffffffu, r.warp_last, o));
+    r.whole_first = max(r.whole_first, __shfl_xor_sync(0xffffffffu, r.whole_first, o));
+    r.whole_last = min(r.whole_last, __shfl_xor_sync(0xffffffffu, r.whole_last, o));
   }
   __syncthreads();
   r.cta_first = range_s[0];
@@ -150,8 +182,8 @@ __device__ __forceinline__ RowRanges row_ranges(const PagedAttentionArgs& a, int
   return r;
 }
 
-// S = Q K^T for the warp's 16 rows and the tile's kKeys keys, scaled to log2 units and masked.
-template <typename T, int D, int kStride>
+// S = Q K^T for the warp's 16 rows and the tile's kKeys keys, scaled to log2 units and (kMask) masked.
+template <typename T, int D, int kStride, bool kMask>
 __device__ __forceinline__ void tile_scores(float (&s)[kKeys / 8][4], const uint32_t (&qa)[D / 16][4],
                                             const uint16_t* k_s, const RowRanges& r, int k0, float scale_log2) {
   const int lane = threadIdx.x % 32, tq = lane % 4;
@@ -170,7 +202,7 @@ __device__ __forceinline__ void tile_scores(float (&s)[kKeys / 8][4], const uint
 #pragma unroll
     for (int e = 0; e < 4; ++e) {  // accumulator e: row g + 8 * (e >> 1), key column 2 * tq + (e & 1)
       const int i = e >> 1, p = k0 + n * 8 + 2 * tq + (e & 1);
-      s[n][e] = p <= r.pos[i] && p >= r.lo[i] ? s[n][e] * scale_log2 : kNegInf;
+      s[n][e] = !kMask || (p <= r.pos[i] && p >= r.lo[i]) ? s[n][e] * scale_log2 : kNegInf;
     }
   }
 }
@@ -246,16 +278,37 @@ __device__ __forceinline__ void load_q(uint32_t (&qa)[D / 16][4], const PagedAtt
     }
 }
 
-template <typename T, typename KV, int D>
-__global__ void __launch_bounds__(kThreads) prefill_kernel(PagedAttentionArgs a) {
-  constexpr int kStride = D + 8;  // padding keeps the fragment reads free of bank conflicts
-  __shared__ __align__(16) uint16_t k_s[kKeys * kStride];
-  __shared__ __align__(16) uint16_t v_s[kKeys * kStride];
+// One tile's work for a warp whose rows it touches: scores (masked unless every row sees the whole
+// tile), the online softmax, O += P V.
+template <typename T, int D, int kStride>
+__device__ __forceinline__ void attend_tile(float (&o)[D / 8][4], float (&m)[2], float (&l)[2],
+                                            const uint32_t (&qa)[D / 16][4], const uint16_t* k_s,
+                                            const uint16_t* v_s, const RowRanges& r, int k0, float scale_log2) {
+  float s[kKeys / 8][4];
+  if (k0 >= r.whole_first && k0 + kKeys - 1 <= r.whole_last) {  // uniform over the warp
+    tile_scores<T, D, kStride, false>(s, qa, k_s, r, k0, scale_log2);
+  } else {
+    tile_scores<T, D, kStride, true>(s, qa, k_s, r, k0, scale_log2);
+  }
+  softmax_update<D>(s, o, m, l);
+  accumulate_pv<T, D, kStride>(o, s, v_s);
+}
 
-  const int seq = blockIdx.y, head = blockIdx.z;
+template <int D>
+constexpr int smem_bytes() {
+  return 4 * kKeys * (D + 8) * static_cast<int>(sizeof(uint16_t));  // K and V, two buffers each
+}
+
+template <typename T, typename KV, int D>
+__global__ void __launch_bounds__(kThreads, 1) prefill_kernel(PagedAttentionArgs a) {
+  constexpr int kStride = D + 8;  // padding keeps the fragment reads free of bank conflicts
+  constexpr int kTile = kKeys * kStride;
+  extern __shared__ __align__(16) uint16_t smem[];  // K buffers 0 and 1, then V buffers 0 and 1
+
+  const int head = blockIdx.x, seq = blockIdx.z;
   const int q0 = __ldg(a.query_start + seq);
   const int qlen = __ldg(a.query_start + seq + 1) - q0;
-  const int row0 = blockIdx.x * kRows;
+  const int row0 = (gridDim.y - 1 - blockIdx.y) * kRows;  // last rows first: they have the most keys
   if (qlen <= 1 || row0 >= qlen) return;  // decodes belong to the decode kernel; uniform over the CTA
   const int kvh = head / a.group;
   const int warp_row = row0 + (threadIdx.x / 32) * 16;
@@ -273,37 +326,26 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PagedAttentionArgs a)
   const int32_t* table = a.block_tables + static_cast<long long>(seq) * a.max_blocks;
   const KV* kc = static_cast<const KV*>(a.k_cache);
   const KV* vc = static_cast<const KV*>(a.v_cache);
-  // Copy groups in flight at the top of each tile: K(k0) then V(k0), the later one of them possibly pending.
+  int blk[TileSplit<D>::kRowsPerThread];  // table entries of the next tile to copy
   if (r.cta_first <= r.cta_last) {
-    load_tile<T, KV, D, kStride>(k_s, kc, table, a, kvh, r.cta_first, r.cta_last);
+    fetch_blocks<D>(blk, table, a, r.cta_first, r.cta_last);
+    load_tile<T, KV, D, kStride>(smem, kc, blk, a, kvh, r.cta_first);
+    load_tile<T, KV, D, kStride>(smem + 2 * kTile, vc, blk, a, kvh, r.cta_first);
     cp_async_commit();
-    load_tile<T, KV, D, kStride>(v_s, vc, table, a, kvh, r.cta_first, r.cta_last);
-    cp_async_commit();
+    fetch_blocks<D>(blk, table, a, r.cta_first + kKeys, r.cta_last);
   }
-  for (int k0 = r.cta_first; k0 <= r.cta_last; k0 += kKeys) {
-    const bool next = k0 + kKeys <= r.cta_last;
-    const bool mine = k0 <= r.warp_last && k0 + kKeys - 1 >= r.warp_first;  // uniform over the warp
-    cp_async_wait<1>();  // K(k0) has landed
-    __syncthreads();
-    float s[kKeys / 8][4];
-    if (mine) {
-      tile_scores<T, D, kStride>(s, qa, k_s, r, k0, a.scale_log2);
-      softmax_update<D>(s, o, m, l);
-    }
-    __syncthreads();  // every warp is done with K(k0)
-    if (next) {
-      load_tile<T, KV, D, kStride>(k_s, kc, table, a, kvh, k0 + kKeys, r.cta_last);
+  int buf = 0;
+  for (int k0 = r.cta_first; k0 <= r.cta_last; k0 += kKeys, buf ^= 1) {
+    cp_async_wait<0>();  // tile k0 has landed
+    __syncthreads();     // ... for every thread, and every warp is done with the other buffer's tile
+    if (k0 + kKeys <= r.cta_last) {
+      load_tile<T, KV, D, kStride>(smem + (buf ^ 1) * kTile, kc, blk, a, kvh, k0 + kKeys);
+      load_tile<T, KV, D, kStride>(smem + (2 + (buf ^ 1)) * kTile, vc, blk, a, kvh, k0 + kKeys);
       cp_async_commit();
-      cp_async_wait<1>();  // V(k0) has landed; K(k0 + kKeys) may still be on its way
-    } else {
-      cp_async_wait<0>();
+      fetch_blocks<D>(blk, table, a, k0 + 2 * kKeys, r.cta_last);
     }
-    __syncthreads();
-    if (mine) accumulate_pv<T, D, kStride>(o, s, v_s);
-    __syncthreads();  // every warp is done with V(k0)
-    if (next) {
-      load_tile<T, KV, D, kStride>(v_s, vc, table, a, kvh, k0 + kKeys, r.cta_last);
-      cp_async_commit();
+    if (k0 <= r.warp_last && k0 + kKeys - 1 >= r.warp_first) {  // uniform over the warp
+      attend_tile<T, D, kStride>(o, m, l, qa, smem + buf * kTile, smem + (2 + buf) * kTile, r, k0, a.scale_log2);
     }
   }
 
@@ -322,13 +364,22 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PagedAttentionArgs a)
   }
 }
 
+// Launches one instantiation, its dynamic shared memory allowed once per process (over 48 KiB at D 128).
+template <typename T, typename KV, int D>
+void launch_d(const PagedAttentionArgs& a, const dim3& grid, cudaStream_t s) {
+  static const cudaError_t allowed =
+      cudaFuncSetAttribute(prefill_kernel<T, KV, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes<D>());
+  CONVEYOR_CUDA_CHECK(allowed);
+  prefill_kernel<T, KV, D><<<grid, kThreads, smem_bytes<D>(), s>>>(a);
+}
+
 template <typename T, typename KV>
 void launch_t(const PagedAttentionArgs& a, int max_query_len, cudaStream_t s) {
-  const dim3 grid((max_query_len + kRows - 1) / kRows, a.num_seqs, a.n_heads);
+  const dim3 grid(a.n_heads, (max_query_len + kRows - 1) / kRows, a.num_seqs);
   if (a.head_dim == 64) {
-    prefill_kernel<T, KV, 64><<<grid, kThreads, 0, s>>>(a);
+    launch_d<T, KV, 64>(a, grid, s);
   } else {
-    prefill_kernel<T, KV, 128><<<grid, kThreads, 0, s>>>(a);
+    launch_d<T, KV, 128>(a, grid, s);
   }
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
@@ -340,8 +391,8 @@ bool prefill_kernel_supports(int head_dim) { return head_dim == 64 || head_dim =
 void launch_prefill_attention(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s) {
   CONVEYOR_CHECK(prefill_kernel_supports(a.head_dim), "prefill attention: head_dim ", a.head_dim,
                  " has no tensor-core kernel (64 or 128)");
-  CONVEYOR_CHECK(a.n_heads <= 65535 && a.num_seqs <= 65535, "prefill attention: grid too large (", a.num_seqs,
-                 " sequences, ", a.n_heads, " heads)");
+  CONVEYOR_CHECK(a.num_seqs <= 65535 && (max_query_len + kRows - 1) / kRows <= 65535,
+                 "prefill attention: grid too large (", a.num_seqs, " sequences, ", max_query_len, " query rows)");
   if (dt == DType::kBF16) {
     if (a.kv_fp8) launch_t<__nv_bfloat16, Fp8Kv>(a, max_query_len, s);
     else launch_t<__nv_bfloat16, __nv_bfloat16>(a, max_query_len, s);

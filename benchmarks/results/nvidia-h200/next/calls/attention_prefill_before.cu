@@ -1,0 +1,354 @@
+// Prefill-chunk attention on tensor cores (FlashAttention-2 style), for sequences with more than one
+// new token. One CTA: 64 query rows of one sequence and one query head, 4 warps of 16 rows; K/V tiles
+// of 64 cached positions go to shared memory, S = Q K^T and O += P V run on mma.sync m16n8k16 with
+// fp32 accumulation, and the online softmax stays in registers (the accumulator layout of S is the
+// A-operand layout of P, so P never leaves registers). Causal and sliding-window masks use each row's
+// own position, so any chunk of a sequence works. An FP8 cache's tiles are converted to T while they are
+// loaded (every e4m3 value is exact in bf16 and f16), its k_scale rides scale_log2 and v_scale the output.
+// A 16-bit cache's tiles travel by cp.async (no register round trip, one block-table lookup per row and
+// thread), pipelined over one K and one V buffer: the next K tile lands while P V runs, the next V tile
+// while the next S = Q K^T runs. K and V fragments come out of shared memory by ldmatrix (V transposed):
+// one instruction per two mma operands.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/cuda/attention_device.cuh"
+#include "runtime/core/cuda_check.h"
+#include "runtime/core/error.h"
+
+namespace conveyor::cuda_detail {
+namespace {
+
+constexpr int kRows = 64;  // query rows per CTA (16 per warp)
+constexpr int kKeys = 64;  // cached positions per tile
+constexpr int kThreads = 128;
+
+template <typename T>
+__device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1);
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma16816<__half>(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two fp32 values as one register of two 16-bit elements, lo in the low half (the smaller index).
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  const T a = Elem<T>::from_float(lo), b = Elem<T>::from_float(hi);
+  return static_cast<uint32_t>(reinterpret_cast<const uint16_t&>(a)) |
+         (static_cast<uint32_t>(reinterpret_cast<const uint16_t&>(b)) << 16);
+}
+
+// 8 cache elements of type KV at p as 8 T values in one 16-byte vector: a 16-bit cache's as they are,
+// an FP8 cache's 8 codes converted (exactly) to T.
+template <typename T, typename KV>
+__device__ __forceinline__ uint4 load8_as(const KV* p) {
+  if constexpr (sizeof(KV) == 1) {
+    const uint2 raw = __ldg(reinterpret_cast<const uint2*>(p));
+    float f[8];
+    unpack8<Fp8Kv>(make_uint4(raw.x, raw.y, 0u, 0u), f);
+    return make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]), pack2<T>(f[6], f[7]));
+  } else {
+    return __ldg(reinterpret_cast<const uint4*>(p));
+  }
+}
+
+// Starts loading one K or V tile (positions [k0, k0 + kKeys) of the sequence, zero past `last` or where
+// the block table has no block) into smem as T: a 16-bit cache by cp.async (the caller commits and waits),
+// an FP8 one through registers, converted. Thread t takes 8-element piece t % (D / 8) of every
+// (kThreads / (D / 8))-th row, so it looks up each of its rows once.
+template <typename T, typename KV, int D, int kStride>
+__device__ __forceinline__ void load_tile(uint16_t* dst, const KV* cache, const int32_t* table,
+                                          const PagedAttentionArgs& a, int kvh, int k0, int last) {
+  constexpr int kChunks = D / 8;                // 8-element pieces per row
+  constexpr int kRowsPerPass = kThreads / kChunks;
+  const long long token_elems = static_cast<long long>(a.n_kv_heads) * D;
+  const int col = (threadIdx.x % kChunks) * 8;
+  const KV* head = cache + static_cast<long long>(kvh) * D + col;
+#pragma unroll
+  for (int i = 0; i < kKeys / kRowsPerPass; ++i) {
+    const int r = i * kRowsPerPass + static_cast<int>(threadIdx.x) / kChunks;
+    const int p = k0 + r;
+    const long long row = p <= last ? cache_row(table, a.max_blocks, p, a.block_size, a.num_blocks, token_elems) : -1;
+    uint16_t* d = dst + r * kStride + col;
+    if constexpr (sizeof(KV) == 2) {
+      cp_async16(d, row >= 0 ? head + row : cache, row >= 0);
+    } else {
+      *reinterpret_cast<uint4*>(d) = row >= 0 ? load8_as<T>(head + row) : make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+// ldmatrix: four 8 x 8 matrices of 16-bit elements, lanes 8i .. 8i + 7 giving the row addresses of
+// matrix i; lane l gets, of each matrix, row l / 4's columns 2 (l % 4) and 2 (l % 4) + 1 (.trans: column
+// l / 4's rows 2 (l % 4) and 2 (l % 4) + 1).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* p) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16_t* p) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// Key ranges of one CTA: each lane's two rows (g and g + 8 of its warp's 16) see [lo, pos]; the CTA
+// loads tiles over the union, a warp computes only on tiles that touch its own rows.
+struct RowRanges {
+  int pos[2], lo[2];          // pos -1: row past the end of the sequence's chunk
+  int cta_first, cta_last;    // union over the CTA
+  int warp_first, warp_last;  // union over the warp
+};
+
+__device__ __forceinline__ RowRanges row_ranges(const PagedAttentionArgs& a, int q0, int qlen, int first_row) {
+  __shared__ int range_s[2];
+  RowRanges r;
+  const int g = (threadIdx.x % 32) / 4;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int row = first_row + g + 8 * i;
+    r.pos[i] = row < qlen ? __ldg(a.positions + q0 + row) : -1;
+    r.lo[i] = a.window > 0 ? max(0, r.pos[i] - a.window + 1) : 0;
+  }
+  if (threadIdx.x == 0) {
+    range_s[0] = 0x7fffffff;
+    range_s[1] = -1;
+  }
+  __syncthreads();
+  r.warp_first = 0x7fffffff;
+  r.warp_last = -1;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    if (r.pos[i] < 0) continue;
+    atomicMin(&range_s[0], r.lo[i]);
+    atomicMax(&range_s[1], r.pos[i]);
+    r.warp_first = min(r.warp_first, r.lo[i]);
+    r.warp_last = max(r.warp_last, r.pos[i]);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+    r.warp_first = min(r.warp_first, __shfl_xor_sync(0xffffffffu, r.warp_first, o));
+    r.warp_last = max(r.warp_last, __shfl_xor_sync(0xffffffffu, r.warp_last, o));
+  }
+  __syncthreads();
+  r.cta_first = range_s[0];
+  r.cta_last = range_s[1];
+  return r;
+}
+
+// S = Q K^T for the warp's 16 rows and the tile's kKeys keys, scaled to log2 units and masked.
+template <typename T, int D, int kStride>
+__device__ __forceinline__ void tile_scores(float (&s)[kKeys / 8][4], const uint32_t (&qa)[D / 16][4],
+                                            const uint16_t* k_s, const RowRanges& r, int k0, float scale_log2) {
+  const int lane = threadIdx.x % 32, tq = lane % 4;
+#pragma unroll
+  for (int n = 0; n < kKeys / 8; ++n) {
+    s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+    // Matrix i of an ldmatrix: keys n * 8 .. + 8, head dims kk * 16 + 8 i .. + 8 (B of two mma k-steps).
+    const uint16_t* kr = k_s + (n * 8 + lane % 8) * kStride + (lane / 8) * 8;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk += 2) {
+      uint32_t b[4];
+      ldmatrix_x4(b, kr + kk * 16);
+      mma16816<T>(s[n], qa[kk], b[0], b[1]);
+      mma16816<T>(s[n], qa[kk + 1], b[2], b[3]);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {  // accumulator e: row g + 8 * (e >> 1), key column 2 * tq + (e & 1)
+      const int i = e >> 1, p = k0 + n * 8 + 2 * tq + (e & 1);
+      s[n][e] = p <= r.pos[i] && p >= r.lo[i] ? s[n][e] * scale_log2 : kNegInf;
+    }
+  }
+}
+
+// Online softmax over one tile: new row maxima (shared by the 4 lanes of a row), rescale of O and of
+// the partial sums, and s turned into probabilities.
+template <int D>
+__device__ __forceinline__ void softmax_update(float (&s)[kKeys / 8][4], float (&o)[D / 8][4], float (&m)[2],
+                                               float (&l)[2]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float mx = m[i];
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * i], s[n][2 * i + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float safe = mx == kNegInf ? 0.f : mx;  // nothing visible yet: keep everything at zero
+    const float alpha = exp2f(m[i] - safe);
+    m[i] = mx;
+    l[i] *= alpha;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      o[n][2 * i] *= alpha;
+      o[n][2 * i + 1] *= alpha;
+    }
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n) {
+      s[n][2 * i] = exp2f(s[n][2 * i] - safe);
+      s[n][2 * i + 1] = exp2f(s[n][2 * i + 1] - safe);
+      l[i] += s[n][2 * i] + s[n][2 * i + 1];
+    }
+  }
+}
+
+// O += P V: P straight from the S accumulators (their layout is the A-operand layout), V fragments
+// transposed by ldmatrix (pairs along the key axis).
+template <typename T, int D, int kStride>
+__device__ __forceinline__ void accumulate_pv(float (&o)[D / 8][4], const float (&s)[kKeys / 8][4],
+                                              const uint16_t* v_s) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int kk = 0; kk < kKeys / 16; ++kk) {
+    const uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                            pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                            pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+    // Matrix i of an ldmatrix.trans: keys kk * 16 + 8 (i % 2) .. + 8, head dims (n + i / 2) * 8 .. + 8 (B of
+    // two mma n-steps).
+    const uint16_t* vr = v_s + (kk * 16 + (lane / 8) % 2 * 8 + lane % 8) * kStride + (lane / 16) * 8;
+#pragma unroll
+    for (int n = 0; n < D / 8; n += 2) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, vr + n * 8);
+      mma16816<T>(o[n], pa, b[0], b[1]);
+      mma16816<T>(o[n + 1], pa, b[2], b[3]);
+    }
+  }
+}
+
+// The warp's Q fragments (A operand, row-major 16 x D: rows first_token .. + 16 of query head `head`),
+// straight from global memory; rows past the chunk are zeros.
+template <int D>
+__device__ __forceinline__ void load_q(uint32_t (&qa)[D / 16][4], const PagedAttentionArgs& a, const RowRanges& r,
+                                       int first_token, int head) {
+  const int g = (threadIdx.x % 32) / 4, tq = threadIdx.x % 4;
+  const uint16_t* qp = static_cast<const uint16_t*>(a.q);
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // register j: row g + 8 * (j & 1), columns 2 * tq + 8 * (j >> 1) + {0, 1}
+      const int i = j & 1, col = kk * 16 + 2 * tq + (j >> 1) * 8;
+      const long long off = (static_cast<long long>(first_token + g + 8 * i) * a.n_heads + head) * D + col;
+      qa[kk][j] = r.pos[i] >= 0 ? __ldg(reinterpret_cast<const uint32_t*>(qp + off)) : 0u;
+    }
+}
+
+template <typename T, typename KV, int D>
+__global__ void __launch_bounds__(kThreads) prefill_kernel(PagedAttentionArgs a) {
+  constexpr int kStride = D + 8;  // padding keeps the fragment reads free of bank conflicts
+  __shared__ __align__(16) uint16_t k_s[kKeys * kStride];
+  __shared__ __align__(16) uint16_t v_s[kKeys * kStride];
+
+  const int seq = blockIdx.y, head = blockIdx.z;
+  const int q0 = __ldg(a.query_start + seq);
+  const int qlen = __ldg(a.query_start + seq + 1) - q0;
+  const int row0 = blockIdx.x * kRows;
+  if (qlen <= 1 || row0 >= qlen) return;  // decodes belong to the decode kernel; uniform over the CTA
+  const int kvh = head / a.group;
+  const int warp_row = row0 + (threadIdx.x / 32) * 16;
+  const int g = (threadIdx.x % 32) / 4, tq = threadIdx.x % 4;
+  const RowRanges r = row_ranges(a, q0, qlen, warp_row);
+
+  uint32_t qa[D / 16][4];
+  load_q<D>(qa, a, r, q0 + warp_row, head);
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0.f, 0.f};  // l: this lane's partial row sums
+
+  const int32_t* table = a.block_tables + static_cast<long long>(seq) * a.max_blocks;
+  const KV* kc = static_cast<const KV*>(a.k_cache);
+  const KV* vc = static_cast<const KV*>(a.v_cache);
+  // Copy groups in flight at the top of each tile: K(k0) then V(k0), the later one of them possibly pending.
+  if (r.cta_first <= r.cta_last) {
+    load_tile<T, KV, D, kStride>(k_s, kc, table, a, kvh, r.cta_first, r.cta_last);
+    cp_async_commit();
+    load_tile<T, KV, D, kStride>(v_s, vc, table, a, kvh, r.cta_first, r.cta_last);
+    cp_async_commit();
+  }
+  for (int k0 = r.cta_first; k0 <= r.cta_last; k0 += kKeys) {
+    const bool next = k0 + kKeys <= r.cta_last;
+    const bool mine = k0 <= r.warp_last && k0 + kKeys - 1 >= r.warp_first;  // uniform over the warp
+    cp_async_wait<1>();  // K(k0) has landed
+    __syncthreads();
+    float s[kKeys / 8][4];
+    if (mine) {
+      tile_scores<T, D, kStride>(s, qa, k_s, r, k0, a.scale_log2);
+      softmax_update<D>(s, o, m, l);
+    }
+    __syncthreads();  // every warp is done with K(k0)
+    if (next) {
+      load_tile<T, KV, D, kStride>(k_s, kc, table, a, kvh, k0 + kKeys, r.cta_last);
+      cp_async_commit();
+      cp_async_wait<1>();  // V(k0) has landed; K(k0 + kKeys) may still be on its way
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    if (mine) accumulate_pv<T, D, kStride>(o, s, v_s);
+    __syncthreads();  // every warp is done with V(k0)
+    if (next) {
+      load_tile<T, KV, D, kStride>(v_s, vc, table, a, kvh, k0 + kKeys, r.cta_last);
+      cp_async_commit();
+    }
+  }
+
+  uint16_t* outp = static_cast<uint16_t*>(a.out);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    if (r.pos[i] < 0) continue;
+    const float inv = (l[i] > 0.f ? 1.f / l[i] : 0.f) * a.v_scale;  // v_scale: 1 unless the cache is FP8
+    const long long base = (static_cast<long long>(q0 + warp_row + g + 8 * i) * a.n_heads + head) * D;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      *reinterpret_cast<uint32_t*>(outp + base + n * 8 + 2 * tq) = pack2<T>(o[n][2 * i] * inv, o[n][2 * i + 1] * inv);
+    }
+  }
+}
+
+template <typename T, typename KV>
+void launch_t(const PagedAttentionArgs& a, int max_query_len, cudaStream_t s) {
+  const dim3 grid((max_query_len + kRows - 1) / kRows, a.num_seqs, a.n_heads);
+  if (a.head_dim == 64) {
+    prefill_kernel<T, KV, 64><<<grid, kThreads, 0, s>>>(a);
+  } else {
+    prefill_kernel<T, KV, 128><<<grid, kThreads, 0, s>>>(a);
+  }
+  CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+bool prefill_kernel_supports(int head_dim) { return head_dim == 64 || head_dim == 128; }
+
+void launch_prefill_attention(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s) {
+  CONVEYOR_CHECK(prefill_kernel_supports(a.head_dim), "prefill attention: head_dim ", a.head_dim,
+                 " has no tensor-core kernel (64 or 128)");
+  CONVEYOR_CHECK(a.n_heads <= 65535 && a.num_seqs <= 65535, "prefill attention: grid too large (", a.num_seqs,
+                 " sequences, ", a.n_heads, " heads)");
+  if (dt == DType::kBF16) {
+    if (a.kv_fp8) launch_t<__nv_bfloat16, Fp8Kv>(a, max_query_len, s);
+    else launch_t<__nv_bfloat16, __nv_bfloat16>(a, max_query_len, s);
+  } else {
+    if (a.kv_fp8) launch_t<__half, Fp8Kv>(a, max_query_len, s);
+    else launch_t<__half, __half>(a, max_query_len, s);
+  }
+}
+
+}  // namespace conveyor::cuda_detail
