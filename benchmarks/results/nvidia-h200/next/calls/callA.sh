@@ -3,7 +3,7 @@
 # kernel (128 rows per CTA over 8 warps, double-buffered K/V tiles, block-table entries read a tile ahead,
 # heads fastest and last rows first in the grid, unmasked whole tiles): its tests against the CPU twin, then
 # attention_bench bf16 and FP8 KV; if a test fails, the round-4 kernel (attention_prefill_before.cu) is
-# built back in so that later calls run a correct one. Then doctor, batch 64 512/256 and batch 1 128/128.
+# built back in so that later calls run a correct one. Then doctor and the plans from it.
 # $OUT/a.tgz is rewritten after every step, so a call cut short still returns what it did.
 set -uo pipefail
 here=benchmarks/results/nvidia-h200/next/calls
@@ -41,9 +41,3 @@ plan() {  # <name> <batch or 0> <in> <out>
     --output-len $4 --doctor-json $r/doctor.json --output-json $r/$1.predicted.json > $r/$1.predicted.txt 2>&1
 }
 plan batch64 64 512 256; plan latency_b1 1 128 128; plan throughput 0 1024 1024; save plans
-timeout 120 build/conveyor bench throughput "${m[@]}" --input-len 512 --output-len 256 --num-prompts 64 --max-num-seqs 64 \
-  --output-json $r/batch64.conveyor.json > $r/b64.txt 2>&1
-save "b64 rc=$? $(grep -iE 'Throughput' $r/b64.txt | head -1)"
-timeout 100 build/conveyor bench latency "${m[@]}" --input-len 128 --output-len 128 --batch-size 1 --num-iters-warmup 3 \
-  --num-iters 10 --output-json $r/latency_b1.conveyor.json > $r/b1.txt 2>&1
-save "b1 rc=$? $(grep -iE 'tok/s|Avg latency' $r/b1.txt | head -2 | tr '\n' ' ')"
