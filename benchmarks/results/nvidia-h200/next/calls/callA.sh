@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Round 5, device call A (carry .gpu-deps .smolA; a fresh machine): build; two restructured prefill attention
-# kernels, each through its tests against the CPU twin and attention_bench (bf16 and FP8 KV):
+# kernels, each through its tests against the CPU twin (bf16/f16 and FP8 KV) and attention_bench (bf16):
 #   v8  (the tree's kernels/cuda/attention_prefill.cu): 128 rows per CTA over 8 warps of 16 rows, Q in registers;
 #   w32 (attention_prefill_w32.cu here): 128 rows per CTA over 4 warps of 32 rows (each K/V fragment feeds two
 #        mma), Q in shared memory;
@@ -30,8 +30,6 @@ try() {  # <tag>: the built kernel's tests and benchmarks; prints PASS or FAIL
   done
   timeout 100 build/benchmarks/attention_bench --json $r/${tag}_attention.json > $r/${tag}_attention.txt 2>&1
   save "$tag attention_bench rc=$?" >&2; grep -i prefill $r/${tag}_attention.txt | cut -c1-200 >&2
-  timeout 80 build/benchmarks/attention_bench --kv-cache-dtype fp8 --json $r/${tag}_attention_fp8.json > $r/${tag}_attention_fp8.txt 2>&1
-  save "$tag attention_bench fp8 rc=$?" >&2; grep -i prefill_8192 $r/${tag}_attention_fp8.txt | cut -c1-200 >&2
   [ "$(grep -l '100% tests passed' $r/${tag}_ctest_*.log | wc -l)" = 2 ] && echo PASS || echo FAIL
 }
 rebuild() { cp "$1" $k && ninja -C build -j16 > $r/build_$2.log 2>&1; save "rebuilt with $2 rc=$?"; }
