@@ -1,9 +1,11 @@
 // Prefill-chunk attention on tensor cores (FlashAttention-2 style), for sequences with more than one
-// new token. One CTA: 128 query rows of one sequence and one query head, 8 warps of 16 rows; K/V tiles
-// of 64 cached positions go to shared memory, S = Q K^T and O += P V run on mma.sync m16n8k16 with
-// fp32 accumulation, and the online softmax stays in registers (the accumulator layout of S is the
-// A-operand layout of P, so P never leaves registers). Causal and sliding-window masks use each row's
-// own position, so any chunk of a sequence works; a tile every row of a warp sees whole skips the mask.
+// new token. One CTA: 128 query rows of one sequence and one query head, 4 warps of 32 rows (two
+// 16-row m-tiles each, so every K or V fragment read from shared memory feeds two mma); the CTA's Q
+// tile waits in shared memory and its fragments come by ldmatrix per k-step. K/V tiles of 64 cached
+// positions go to shared memory, S = Q K^T and O += P V run on mma.sync m16n8k16 with fp32
+// accumulation, and the online softmax stays in registers (the accumulator layout of S is the A-operand
+// layout of P, so P never leaves registers). Causal and sliding-window masks use each row's own
+// position, so any chunk of a sequence works; a tile every row of a warp sees whole skips the mask.
 // K/V tiles are double-buffered: tile j + 1 travels (cp.async for a 16-bit cache) while tile j is
 // computed, so each tile costs one barrier; the block-table entries of tile j + 2 are read during tile
 // j, so no copy waits on a table lookup. K and V fragments come out of shared memory by ldmatrix (V
@@ -22,9 +24,10 @@
 namespace conveyor::cuda_detail {
 namespace {
 
-constexpr int kWarps = 8;
-constexpr int kRows = 16 * kWarps;  // query rows per CTA (16 per warp)
-constexpr int kKeys = 64;           // cached positions per tile
+constexpr int kWarps = 4;
+constexpr int kMt = 2;                    // 16-row m-tiles per warp
+constexpr int kRows = 16 * kMt * kWarps;  // query rows per CTA
+constexpr int kKeys = 64;                 // cached positions per tile
 constexpr int kThreads = 32 * kWarps;
 
 // How the CTA's threads share a tile's copies: thread t takes 8-element piece t % kChunks of rows
@@ -79,38 +82,36 @@ __device__ __forceinline__ uint4 load8_as(const KV* p) {
   }
 }
 
-// The block-table entries of this thread's rows of the tile at k0 (-1: past `last` or past the table),
-// read ahead of the copies that need them.
-template <int D>
-__device__ __forceinline__ void fetch_blocks(int (&blk)[TileSplit<D>::kRowsPerThread], const int32_t* table,
-                                             const PagedAttentionArgs& a, int k0, int last) {
-#pragma unroll
-  for (int i = 0; i < TileSplit<D>::kRowsPerThread; ++i) {
-    const int p = k0 + TileSplit<D>::row(i), idx = p / a.block_size;
-    blk[i] = p <= last && idx < a.max_blocks ? __ldg(table + idx) : -1;
-  }
+// The block-table entry of position p (-1: past `last` or past the table): read a tile ahead of the copies
+// that need it, by the CTA's first kKeys threads, one position each.
+__device__ __forceinline__ int table_entry(const int32_t* table, const PagedAttentionArgs& a, int p, int last) {
+  const int idx = p / a.block_size;
+  return p <= last && idx < a.max_blocks ? __ldg(table + idx) : -1;
 }
 
-// Starts loading one K or V tile (positions [k0, k0 + kKeys), zero where fetch_blocks found no block)
-// into smem as T: a 16-bit cache by cp.async (the caller commits and waits), an FP8 one through
-// registers, converted.
+// The element offset of position p (kv head 0) in the pool for its table entry, -1 for none.
+__device__ __forceinline__ long long row_offset(const PagedAttentionArgs& a, int block, int p, int head_dim) {
+  if (block < 0 || block >= a.num_blocks) return -1;
+  return (static_cast<long long>(block) * a.block_size + p % a.block_size) * a.n_kv_heads * head_dim;
+}
+
+// Starts loading one K or V tile (positions [k0, k0 + kKeys) at the offsets rows[0 .. kKeys), zero where
+// an offset is -1) into smem as T: a 16-bit cache by cp.async (the caller commits and waits), an FP8 one
+// through registers, converted.
 template <typename T, typename KV, int D, int kStride>
-__device__ __forceinline__ void load_tile(uint16_t* dst, const KV* cache, const int (&blk)[TileSplit<D>::kRowsPerThread],
-                                          const PagedAttentionArgs& a, int kvh, int k0) {
+__device__ __forceinline__ void load_tile(uint16_t* dst, const KV* cache, const long long* rows, int kvh) {
   using Split = TileSplit<D>;
-  const long long token_elems = static_cast<long long>(a.n_kv_heads) * D;
   const int col = (threadIdx.x % Split::kChunks) * 8;
   const KV* head = cache + static_cast<long long>(kvh) * D + col;
 #pragma unroll
   for (int i = 0; i < Split::kRowsPerThread; ++i) {
     const int r = Split::row(i);
-    const bool ok = blk[i] >= 0 && blk[i] < a.num_blocks;
-    const long long row = ok ? (static_cast<long long>(blk[i]) * a.block_size + (k0 + r) % a.block_size) * token_elems : 0;
+    const long long row = rows[r];
     uint16_t* d = dst + r * kStride + col;
     if constexpr (sizeof(KV) == 2) {
-      cp_async16(d, head + row, ok);
+      cp_async16(d, head + (row >= 0 ? row : 0), row >= 0);
     } else {
-      *reinterpret_cast<uint4*>(d) = ok ? load8_as<T>(head + row) : make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(d) = row >= 0 ? load8_as<T>(head + row) : make_uint4(0, 0, 0, 0);
     }
   }
 }
@@ -131,12 +132,14 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16
                : "r"(addr));
 }
 
-// Key ranges of one CTA: each lane's two rows (g and g + 8 of its warp's 16) see [lo, pos]; the CTA
-// loads tiles over the union, a warp computes only on tiles that touch its own rows.
+// Key ranges of one CTA: each lane's rows (g and g + 8 of each of its warp's m-tiles) see [lo, pos]; the
+// CTA loads tiles over the union, a warp computes only on tiles that touch its own rows.
 struct RowRanges {
-  int pos[2], lo[2];          // pos -1: row past the end of the sequence's chunk
-  int cta_first, cta_last;    // union over the CTA
-  int warp_first, warp_last;  // union over the warp
+  int pos[kMt][2];              // pos -1: row past the end of the sequence's chunk; a row sees [lo(pos), pos]
+  int window;
+  __device__ __forceinline__ int lo(int p) const { return window > 0 ? max(0, p - window + 1) : 0; }
+  int cta_first, cta_last;      // union over the CTA
+  int warp_first, warp_last;    // union over the warp
   int whole_first, whole_last;  // keys every row of the warp sees (empty when a row is past the chunk)
 };
 
@@ -144,12 +147,7 @@ __device__ __forceinline__ RowRanges row_ranges(const PagedAttentionArgs& a, int
   __shared__ int range_s[2];
   RowRanges r;
   const int g = (threadIdx.x % 32) / 4;
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int row = first_row + g + 8 * i;
-    r.pos[i] = row < qlen ? __ldg(a.positions + q0 + row) : -1;
-    r.lo[i] = a.window > 0 ? max(0, r.pos[i] - a.window + 1) : 0;
-  }
+  r.window = a.window;
   if (threadIdx.x == 0) {
     range_s[0] = 0x7fffffff;
     range_s[1] = -1;
@@ -160,15 +158,21 @@ __device__ __forceinline__ RowRanges row_ranges(const PagedAttentionArgs& a, int
   r.whole_first = 0;
   r.whole_last = 0x7fffffff;
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    r.whole_first = max(r.whole_first, r.lo[i]);
-    r.whole_last = min(r.whole_last, r.pos[i]);  // -1 for a row past the chunk: no whole tile
-    if (r.pos[i] < 0) continue;
-    atomicMin(&range_s[0], r.lo[i]);
-    atomicMax(&range_s[1], r.pos[i]);
-    r.warp_first = min(r.warp_first, r.lo[i]);
-    r.warp_last = max(r.warp_last, r.pos[i]);
-  }
+  for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int row = first_row + 16 * mt + g + 8 * i;
+      const int pos = row < qlen ? __ldg(a.positions + q0 + row) : -1;
+      r.pos[mt][i] = pos;
+      const int lo = r.lo(pos);
+      r.whole_first = max(r.whole_first, lo);
+      r.whole_last = min(r.whole_last, pos);  // -1 for a row past the chunk: no whole tile
+      if (pos < 0) continue;
+      atomicMin(&range_s[0], lo);
+      atomicMax(&range_s[1], pos);
+      r.warp_first = min(r.warp_first, lo);
+      r.warp_last = max(r.warp_last, pos);
+    }
 #pragma unroll
   for (int o = 16; o > 0; o /= 2) {
     r.warp_first = min(r.warp_first, __shfl_xor_sync(0xffffffffu, r.warp_first, o));
@@ -182,33 +186,67 @@ __device__ __forceinline__ RowRanges row_ranges(const PagedAttentionArgs& a, int
   return r;
 }
 
-// S = Q K^T for the warp's 16 rows and the tile's kKeys keys, scaled to log2 units and (kMask) masked.
-template <typename T, int D, int kStride, bool kMask>
-__device__ __forceinline__ void tile_scores(float (&s)[kKeys / 8][4], const uint32_t (&qa)[D / 16][4],
-                                            const uint16_t* k_s, const RowRanges& r, int k0, float scale_log2) {
-  const int lane = threadIdx.x % 32, tq = lane % 4;
+// Starts loading the CTA's Q tile (rows row0 .. + kRows of query head `head`, zero past the chunk) into
+// q_s by cp.async; the caller commits.
+template <int D, int kStride>
+__device__ __forceinline__ void load_q_tile(uint16_t* q_s, const PagedAttentionArgs& a, int q0, int qlen, int row0,
+                                            int head) {
+  constexpr int kChunks = D / 8, kRowsPerPass = kThreads / kChunks;
+  const uint16_t* qp = static_cast<const uint16_t*>(a.q);
+  const int col = (threadIdx.x % kChunks) * 8;
 #pragma unroll
-  for (int n = 0; n < kKeys / 8; ++n) {
-    s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-    // Matrix i of an ldmatrix: keys n * 8 .. + 8, head dims kk * 16 + 8 i .. + 8 (B of two mma k-steps).
-    const uint16_t* kr = k_s + (n * 8 + lane % 8) * kStride + (lane / 8) * 8;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; kk += 2) {
-      uint32_t b[4];
-      ldmatrix_x4(b, kr + kk * 16);
-      mma16816<T>(s[n], qa[kk], b[0], b[1]);
-      mma16816<T>(s[n], qa[kk + 1], b[2], b[3]);
-    }
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {  // accumulator e: row g + 8 * (e >> 1), key column 2 * tq + (e & 1)
-      const int i = e >> 1, p = k0 + n * 8 + 2 * tq + (e & 1);
-      s[n][e] = !kMask || (p <= r.pos[i] && p >= r.lo[i]) ? s[n][e] * scale_log2 : kNegInf;
-    }
+  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
+    const int r = i * kRowsPerPass + static_cast<int>(threadIdx.x) / kChunks;
+    const bool ok = row0 + r < qlen;
+    const long long off = ok ? (static_cast<long long>(q0 + row0 + r) * a.n_heads + head) * D + col : 0;
+    cp_async16(q_s + r * kStride + col, qp + off, ok);
   }
 }
 
-// Online softmax over one tile: new row maxima (shared by the 4 lanes of a row), rescale of O and of
-// the partial sums, and s turned into probabilities.
+// S = Q K^T for the warp's two m-tiles and the tile's kKeys keys, scaled to log2 units and (kMask)
+// masked. Q fragments by ldmatrix from q_w (the warp's 32 rows); each K fragment feeds both m-tiles.
+template <typename T, int D, int kStride, bool kMask>
+__device__ __forceinline__ void tile_scores(float (&s)[kMt][kKeys / 8][4], const uint16_t* q_w, const uint16_t* k_s,
+                                            const RowRanges& r, int k0, float scale_log2) {
+  const int lane = threadIdx.x % 32, tq = lane % 4;
+#pragma unroll
+  for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
+  // Matrix i of a Q ldmatrix: rows 8 (i % 2) .. + 8 of the m-tile, head dims kk * 16 + 8 (i / 2) .. + 8 (A).
+  const uint16_t* qr = q_w + (lane % 8 + (lane / 8) % 2 * 8) * kStride + (lane / 16) * 8;
+  // Matrix i of a K ldmatrix: keys (n + i / 2) * 8 .. + 8, head dims kk * 16 + 8 (i % 2) .. + 8 (B of one k-step
+  // for two n-steps).
+  const uint16_t* kr = k_s + ((lane / 16) * 8 + lane % 8) * kStride + (lane / 8) % 2 * 8;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    uint32_t qa[kMt][4];
+#pragma unroll
+    for (int mt = 0; mt < kMt; ++mt) ldmatrix_x4(qa[mt], qr + mt * 16 * kStride + kk * 16);
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; n += 2) {
+      uint32_t b[4];
+      ldmatrix_x4(b, kr + n * 8 * kStride + kk * 16);
+#pragma unroll
+      for (int mt = 0; mt < kMt; ++mt) {
+        mma16816<T>(s[mt][n], qa[mt], b[0], b[1]);
+        mma16816<T>(s[mt][n + 1], qa[mt], b[2], b[3]);
+      }
+    }
+  }
+#pragma unroll
+  for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {  // accumulator e: row g + 8 * (e >> 1), key column 2 * tq + (e & 1)
+        const int i = e >> 1, p = k0 + n * 8 + 2 * tq + (e & 1);
+        s[mt][n][e] = !kMask || (p <= r.pos[mt][i] && p >= r.lo(r.pos[mt][i])) ? s[mt][n][e] * scale_log2 : kNegInf;
+      }
+}
+
+// Online softmax over one tile for one m-tile: new row maxima (shared by the 4 lanes of a row), rescale
+// of O and of the partial sums, and s turned into probabilities.
 template <int D>
 __device__ __forceinline__ void softmax_update(float (&s)[kKeys / 8][4], float (&o)[D / 8][4], float (&m)[2],
                                                float (&l)[2]) {
@@ -237,17 +275,22 @@ __device__ __forceinline__ void softmax_update(float (&s)[kKeys / 8][4], float (
   }
 }
 
-// O += P V: P straight from the S accumulators (their layout is the A-operand layout), V fragments
-// transposed by ldmatrix (pairs along the key axis).
+// O += P V for both m-tiles: P straight from the S accumulators (their layout is the A-operand layout),
+// V fragments transposed by ldmatrix (pairs along the key axis), each feeding both m-tiles.
 template <typename T, int D, int kStride>
-__device__ __forceinline__ void accumulate_pv(float (&o)[D / 8][4], const float (&s)[kKeys / 8][4],
+__device__ __forceinline__ void accumulate_pv(float (&o)[kMt][D / 8][4], const float (&s)[kMt][kKeys / 8][4],
                                               const uint16_t* v_s) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int kk = 0; kk < kKeys / 16; ++kk) {
-    const uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                            pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                            pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+    uint32_t pa[kMt][4];
+#pragma unroll
+    for (int mt = 0; mt < kMt; ++mt) {
+      pa[mt][0] = pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+      pa[mt][1] = pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+      pa[mt][2] = pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+      pa[mt][3] = pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+    }
     // Matrix i of an ldmatrix.trans: keys kk * 16 + 8 (i % 2) .. + 8, head dims (n + i / 2) * 8 .. + 8 (B of
     // two mma n-steps).
     const uint16_t* vr = v_s + (kk * 16 + (lane / 8) % 2 * 8 + lane % 8) * kStride + (lane / 16) * 8;
@@ -255,55 +298,44 @@ __device__ __forceinline__ void accumulate_pv(float (&o)[D / 8][4], const float 
     for (int n = 0; n < D / 8; n += 2) {
       uint32_t b[4];
       ldmatrix_x4_trans(b, vr + n * 8);
-      mma16816<T>(o[n], pa, b[0], b[1]);
-      mma16816<T>(o[n + 1], pa, b[2], b[3]);
+#pragma unroll
+      for (int mt = 0; mt < kMt; ++mt) {
+        mma16816<T>(o[mt][n], pa[mt], b[0], b[1]);
+        mma16816<T>(o[mt][n + 1], pa[mt], b[2], b[3]);
+      }
     }
   }
-}
-
-// The warp's Q fragments (A operand, row-major 16 x D: rows first_token .. + 16 of query head `head`),
-// straight from global memory; rows past the chunk are zeros.
-template <int D>
-__device__ __forceinline__ void load_q(uint32_t (&qa)[D / 16][4], const PagedAttentionArgs& a, const RowRanges& r,
-                                       int first_token, int head) {
-  const int g = (threadIdx.x % 32) / 4, tq = threadIdx.x % 4;
-  const uint16_t* qp = static_cast<const uint16_t*>(a.q);
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {  // register j: row g + 8 * (j & 1), columns 2 * tq + 8 * (j >> 1) + {0, 1}
-      const int i = j & 1, col = kk * 16 + 2 * tq + (j >> 1) * 8;
-      const long long off = (static_cast<long long>(first_token + g + 8 * i) * a.n_heads + head) * D + col;
-      qa[kk][j] = r.pos[i] >= 0 ? __ldg(reinterpret_cast<const uint32_t*>(qp + off)) : 0u;
-    }
 }
 
 // One tile's work for a warp whose rows it touches: scores (masked unless every row sees the whole
-// tile), the online softmax, O += P V.
+// tile), the online softmax per m-tile, O += P V.
 template <typename T, int D, int kStride>
-__device__ __forceinline__ void attend_tile(float (&o)[D / 8][4], float (&m)[2], float (&l)[2],
-                                            const uint32_t (&qa)[D / 16][4], const uint16_t* k_s,
-                                            const uint16_t* v_s, const RowRanges& r, int k0, float scale_log2) {
-  float s[kKeys / 8][4];
+__device__ __forceinline__ void attend_tile(float (&o)[kMt][D / 8][4], float (&m)[kMt][2], float (&l)[kMt][2],
+                                            const uint16_t* q_w, const uint16_t* k_s, const uint16_t* v_s,
+                                            const RowRanges& r, int k0, float scale_log2) {
+  float s[kMt][kKeys / 8][4];
   if (k0 >= r.whole_first && k0 + kKeys - 1 <= r.whole_last) {  // uniform over the warp
-    tile_scores<T, D, kStride, false>(s, qa, k_s, r, k0, scale_log2);
+    tile_scores<T, D, kStride, false>(s, q_w, k_s, r, k0, scale_log2);
   } else {
-    tile_scores<T, D, kStride, true>(s, qa, k_s, r, k0, scale_log2);
+    tile_scores<T, D, kStride, true>(s, q_w, k_s, r, k0, scale_log2);
   }
-  softmax_update<D>(s, o, m, l);
+#pragma unroll
+  for (int mt = 0; mt < kMt; ++mt) softmax_update<D>(s[mt], o[mt], m[mt], l[mt]);
   accumulate_pv<T, D, kStride>(o, s, v_s);
 }
 
 template <int D>
 constexpr int smem_bytes() {
-  return 4 * kKeys * (D + 8) * static_cast<int>(sizeof(uint16_t));  // K and V, two buffers each
+  return (kRows + 4 * kKeys) * (D + 8) * static_cast<int>(sizeof(uint16_t));  // Q, then K and V in two buffers each
 }
 
 template <typename T, typename KV, int D>
-__global__ void __launch_bounds__(kThreads, 1) prefill_kernel(PagedAttentionArgs a) {
+__global__ void __launch_bounds__(kThreads, 2) prefill_kernel(PagedAttentionArgs a) {
   constexpr int kStride = D + 8;  // padding keeps the fragment reads free of bank conflicts
   constexpr int kTile = kKeys * kStride;
-  extern __shared__ __align__(16) uint16_t smem[];  // K buffers 0 and 1, then V buffers 0 and 1
+  extern __shared__ __align__(16) uint16_t smem[];  // Q, K buffers 0 and 1, V buffers 0 and 1
+  uint16_t* q_s = smem;
+  uint16_t* kv_s = smem + kRows * kStride;
 
   const int head = blockIdx.x, seq = blockIdx.z;
   const int q0 = __ldg(a.query_start + seq);
@@ -311,57 +343,71 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_kernel(PagedAttentionArgs
   const int row0 = (gridDim.y - 1 - blockIdx.y) * kRows;  // last rows first: they have the most keys
   if (qlen <= 1 || row0 >= qlen) return;  // decodes belong to the decode kernel; uniform over the CTA
   const int kvh = head / a.group;
-  const int warp_row = row0 + (threadIdx.x / 32) * 16;
+  const int warp_row = (threadIdx.x / 32) * 16 * kMt;  // the warp's first row within the CTA's
   const int g = (threadIdx.x % 32) / 4, tq = threadIdx.x % 4;
-  const RowRanges r = row_ranges(a, q0, qlen, warp_row);
+  const RowRanges r = row_ranges(a, q0, qlen, row0 + warp_row);
 
-  uint32_t qa[D / 16][4];
-  load_q<D>(qa, a, r, q0 + warp_row, head);
-
-  float o[D / 8][4];
+  float o[kMt][D / 8][4];
 #pragma unroll
-  for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-  float m[2] = {kNegInf, kNegInf}, l[2] = {0.f, 0.f};  // l: this lane's partial row sums
+  for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.f;
+  float m[kMt][2], l[kMt][2];  // l: this lane's partial row sums
+#pragma unroll
+  for (int mt = 0; mt < kMt; ++mt) m[mt][0] = m[mt][1] = kNegInf, l[mt][0] = l[mt][1] = 0.f;
 
   const int32_t* table = a.block_tables + static_cast<long long>(seq) * a.max_blocks;
   const KV* kc = static_cast<const KV*>(a.k_cache);
   const KV* vc = static_cast<const KV*>(a.v_cache);
-  int blk[TileSplit<D>::kRowsPerThread];  // table entries of the next tile to copy
-  if (r.cta_first <= r.cta_last) {
-    fetch_blocks<D>(blk, table, a, r.cta_first, r.cta_last);
-    load_tile<T, KV, D, kStride>(smem, kc, blk, a, kvh, r.cta_first);
-    load_tile<T, KV, D, kStride>(smem + 2 * kTile, vc, blk, a, kvh, r.cta_first);
-    cp_async_commit();
-    fetch_blocks<D>(blk, table, a, r.cta_first + kKeys, r.cta_last);
+  __shared__ long long rows_s[2][kKeys];  // pool offsets of the next tiles' positions, by buffer
+  load_q_tile<D, kStride>(q_s, a, q0, qlen, row0, head);
+  const int t = threadIdx.x;
+  if (t < kKeys) {
+    const int p0 = r.cta_first + t, p1 = p0 + kKeys;
+    rows_s[0][t] = row_offset(a, table_entry(table, a, p0, r.cta_last), p0, D);
+    rows_s[1][t] = row_offset(a, table_entry(table, a, p1, r.cta_last), p1, D);
   }
+  __syncthreads();
+  if (r.cta_first <= r.cta_last) {
+    load_tile<T, KV, D, kStride>(kv_s, kc, rows_s[0], kvh);
+    load_tile<T, KV, D, kStride>(kv_s + 2 * kTile, vc, rows_s[0], kvh);
+  }
+  cp_async_commit();  // Q and the first tile
   int buf = 0;
   for (int k0 = r.cta_first; k0 <= r.cta_last; k0 += kKeys, buf ^= 1) {
-    cp_async_wait<0>();  // tile k0 has landed
+    cp_async_wait<0>();  // tile k0 (and the first time Q) has landed
     __syncthreads();     // ... for every thread, and every warp is done with the other buffer's tile
     if (k0 + kKeys <= r.cta_last) {
-      load_tile<T, KV, D, kStride>(smem + (buf ^ 1) * kTile, kc, blk, a, kvh, k0 + kKeys);
-      load_tile<T, KV, D, kStride>(smem + (2 + (buf ^ 1)) * kTile, vc, blk, a, kvh, k0 + kKeys);
+      load_tile<T, KV, D, kStride>(kv_s + (buf ^ 1) * kTile, kc, rows_s[buf ^ 1], kvh);
+      load_tile<T, KV, D, kStride>(kv_s + (2 + (buf ^ 1)) * kTile, vc, rows_s[buf ^ 1], kvh);
       cp_async_commit();
-      fetch_blocks<D>(blk, table, a, k0 + 2 * kKeys, r.cta_last);
     }
+    const int p2 = k0 + 2 * kKeys + t;  // tile k0 + 2 kKeys: its table entry travels while this tile computes
+    const int entry = t < kKeys ? table_entry(table, a, p2, r.cta_last) : -1;
     if (k0 <= r.warp_last && k0 + kKeys - 1 >= r.warp_first) {  // uniform over the warp
-      attend_tile<T, D, kStride>(o, m, l, qa, smem + buf * kTile, smem + (2 + buf) * kTile, r, k0, a.scale_log2);
+      attend_tile<T, D, kStride>(o, m, l, q_s + warp_row * kStride, kv_s + buf * kTile, kv_s + (2 + buf) * kTile, r,
+                                 k0, a.scale_log2);
     }
+    if (t < kKeys) rows_s[buf][t] = row_offset(a, entry, p2, D);  // tile k0's offsets are used up
   }
 
   uint16_t* outp = static_cast<uint16_t*>(a.out);
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-    if (r.pos[i] < 0) continue;
-    const float inv = (l[i] > 0.f ? 1.f / l[i] : 0.f) * a.v_scale;  // v_scale: 1 unless the cache is FP8
-    const long long base = (static_cast<long long>(q0 + warp_row + g + 8 * i) * a.n_heads + head) * D;
+  for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      *reinterpret_cast<uint32_t*>(outp + base + n * 8 + 2 * tq) = pack2<T>(o[n][2 * i] * inv, o[n][2 * i + 1] * inv);
+    for (int i = 0; i < 2; ++i) {
+      float sum = l[mt][i];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      if (r.pos[mt][i] < 0) continue;
+      const float inv = (sum > 0.f ? 1.f / sum : 0.f) * a.v_scale;  // v_scale: 1 unless the cache is FP8
+      const long long base = (static_cast<long long>(q0 + row0 + warp_row + 16 * mt + g + 8 * i) * a.n_heads + head) * D;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        *reinterpret_cast<uint32_t*>(outp + base + n * 8 + 2 * tq) =
+            pack2<T>(o[mt][n][2 * i] * inv, o[mt][n][2 * i + 1] * inv);
+      }
     }
-  }
 }
 
 // Launches one instantiation, its dynamic shared memory allowed once per process (over 48 KiB at D 128).

@@ -7,9 +7,12 @@
 # both with double-buffered K/V tiles, block-table entries read a tile ahead, heads fastest and last rows first.
 # The faster one of those that pass stays built for calls B-D (neither passing: the round-4 kernel,
 # attention_prefill_before.cu); $r/CHOSEN names it. Then doctor and the plans from it.
+# The two kernel files sat in this folder (then benchmarks/results/nvidia-h200/next/calls/) for the call and are
+# not kept here: w32 won and is kernels/cuda/attention_prefill.cu from the commit after the round; v8 is
+# `git show ea8ac19:kernels/cuda/attention_prefill.cu`, "before" `git show 72db7b6:kernels/cuda/attention_prefill.cu`.
 # $OUT/a.tgz is rewritten after every step, so a call cut short still returns what it did.
 set -uo pipefail
-here=benchmarks/results/nvidia-h200/next/calls
+here=benchmarks/results/nvidia-h200/next/calls  # where the calls were at the time
 source benchmarks/results/nvidia-h200/final/env.sh
 r=/tmp/a; mkdir -p $r
 save() { tar czf "$OUT/a.tgz" -C /tmp a; echo "[$(el)] $*"; }
