@@ -2,7 +2,7 @@
 # Runs `mpirun "$@"` so that a stop signal sent to this script reaches conveyor as what it was. Open
 # MPI 4.1's mpirun does not forward SIGTERM or SIGINT: it sends SIGTERM to every rank, kills the job
 # and exits 1 whatever the ranks return (and a second SIGTERM ends it without a word). It does forward
-# SIGUSR1 and SIGUSR2. So mpirun runs in the background, SIGTERM is relayed as SIGUSR1 and SIGINT as
+# SIGUSR1 and SIGUSR2 (Debian 12's 4.1.4 does; docs/faults.md names a build that forwards nothing). So mpirun runs in the background, SIGTERM is relayed as SIGUSR1 and SIGINT as
 # SIGUSR2, CONVEYOR_SIGNAL_RELAY (exported to every rank) tells conveyor what they stand for, and the
 # script exits with mpirun's status: 75 after a stop, like a direct run or srun.
 #   usage: scripts/mpirun_relay.sh [mpirun options] conveyor generate ...
