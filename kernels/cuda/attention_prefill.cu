@@ -30,9 +30,8 @@ constexpr int kRows = 16 * kMt * kWarps;  // query rows per CTA
 constexpr int kKeys = 64;                 // cached positions per tile
 constexpr int kThreads = 32 * kWarps;
 
-// How the CTA's threads share a tile's copies: thread t takes 8-element piece t % kChunks of rows
-// t / kChunks, + kRowsPerPass, ... (kRowsPerThread of them), so it looks up each of its rows once for
-// both K and V.
+// How the CTA's threads share a K/V tile's copies: thread t takes 8-element piece t % kChunks of rows
+// t / kChunks, + kRowsPerPass, ... (kRowsPerThread of them), the same rows of K and of V.
 template <int D>
 struct TileSplit {
   static constexpr int kChunks = D / 8;
