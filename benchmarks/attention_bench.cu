@@ -1,7 +1,8 @@
 // Paged attention microbenchmark: decode (batch 1/16/64 x context 1k/4k/16k, 32 query / 8 KV heads,
 // head_dim 128, bf16) reported as GB/s of KV read and % of 4280 GB/s, and causal prefills (one sequence
 // of 2k, 4k, 8k and 16k new tokens, 16 sequences of 512, a 512-token chunk after 3,584) reported as
-// TFLOP/s and % of 810. One JSON object per case on stdout; --json PATH writes
+// TFLOP/s and % of 810 (each with the runtime's prefill kernel, and on sm_90 again with the mma.sync one).
+// One JSON object per case on stdout; --json PATH writes
 // them all as an array. --kv-cache-dtype fp8 reads an e4m3 cache (one byte per element; the GB/s count
 // those bytes). Usage: attention_bench [--json results.json] [--kv-cache-dtype fp8]
 #include <cuda_runtime.h>
@@ -137,10 +138,11 @@ Result run(const std::string& name, int batch, int history, int fresh) {
   char buf[512];
   std::snprintf(buf, sizeof(buf),
                 "{\"name\": \"%s\", \"shape\": \"batch=%d history=%d new=%d heads=%d kv_heads=%d head_dim=%d "
-                "block_size=%d\", \"dtype\": \"%s\", \"time_us\": %.2f, \"bytes\": %.0f, \"GB/s\": %.1f, "
-                "\"TFLOP/s\": %.2f, \"percent_of_peak\": %.1f, \"peak\": \"%s\"}",
+                "block_size=%d\", \"dtype\": \"%s\", \"prefill_kernel\": \"%s\", \"time_us\": %.2f, "
+                "\"bytes\": %.0f, \"GB/s\": %.1f, \"TFLOP/s\": %.2f, \"percent_of_peak\": %.1f, \"peak\": \"%s\"}",
                 name.c_str(), batch, history, fresh, kHeads, kKvHeads, kHeadDim, kBlockSize,
-                g_fp8_kv ? "bf16, kv fp8_e4m3" : "bf16", us, bytes, gbs, tflops,
+                g_fp8_kv ? "bf16, kv fp8_e4m3" : "bf16", prefill ? prefill_attention_kernel_name() : "none", us, bytes,
+                gbs, tflops,
                 prefill ? 100.0 * tflops / kPeakTflops : 100.0 * gbs / kPeakGBs,
                 prefill ? "810 TFLOP/s" : "4280 GB/s");
   return {buf};
@@ -170,16 +172,25 @@ int main(int argc, char** argv) {
         all.push_back(conveyor::run(name, batch, ctx - 1, 1).json);
         std::printf("%s\n", all.back().c_str());
       }
-    // Causal prefill of one sequence (issue 16 asks 4k, 8k and 16k), and 16 sequences of 512 new tokens
-    // (one 8,192-token step of the batch-64 workload's prefill).
-    for (int n : {2048, 4096, 8192, 16384}) {
-      all.push_back(conveyor::run("prefill_" + std::to_string(n), 1, 0, n).json);
+    // Causal prefill of one sequence (issue 16 asks 4k, 8k and 16k), 16 sequences of 512 new tokens (one
+    // 8,192-token step of the batch-64 workload's prefill) and a chunk after history: with the kernel the
+    // runtime chooses, and where that is the wgmma kernel, again with mma.sync ("<name>_mma_sync").
+    const bool wgmma = std::strcmp(conveyor::prefill_attention_kernel_name(), "wgmma") == 0;
+    for (const bool forced : {false, true}) {
+      if (forced && !wgmma) break;
+      const std::string suffix = forced ? "_mma_sync" : "";
+      conveyor::set_prefill_attention_kernel(forced ? conveyor::PrefillAttentionKernel::kMmaSync
+                                                    : conveyor::PrefillAttentionKernel::kAuto);
+      for (int n : {2048, 4096, 8192, 16384}) {
+        all.push_back(conveyor::run("prefill_" + std::to_string(n) + suffix, 1, 0, n).json);
+        std::printf("%s\n", all.back().c_str());
+      }
+      all.push_back(conveyor::run("prefill_16x512" + suffix, 16, 0, 512).json);
+      std::printf("%s\n", all.back().c_str());
+      all.push_back(conveyor::run("prefill_chunk_512_after_3584" + suffix, 1, 3584, 512).json);
       std::printf("%s\n", all.back().c_str());
     }
-    all.push_back(conveyor::run("prefill_16x512", 16, 0, 512).json);
-    std::printf("%s\n", all.back().c_str());
-    all.push_back(conveyor::run("prefill_chunk_512_after_3584", 1, 3584, 512).json);
-    std::printf("%s\n", all.back().c_str());
+    conveyor::set_prefill_attention_kernel(conveyor::PrefillAttentionKernel::kAuto);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attention_bench: %s\n", e.what());
     return 1;

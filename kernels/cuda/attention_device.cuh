@@ -97,14 +97,17 @@ __device__ __forceinline__ int find_seq(const int32_t* query_start, int num_seqs
 }
 
 // Element offset of (position, kv head 0) in one layer's pool, or -1 when the block table does not
-// cover the position or names a block outside the pool.
+// cover the position or names a block outside the pool (block_row: the same for a block already looked up).
+__device__ __forceinline__ long long block_row(int block, int pos, int block_size, int num_blocks,
+                                               long long token_elems) {
+  if (block < 0 || block >= num_blocks) return -1;
+  return (static_cast<long long>(block) * block_size + pos % block_size) * token_elems;
+}
 __device__ __forceinline__ long long cache_row(const int32_t* table, int max_blocks, int pos, int block_size,
                                                int num_blocks, long long token_elems) {
   const int idx = pos / block_size;
   if (pos < 0 || idx >= max_blocks) return -1;
-  const int block = __ldg(table + idx);
-  if (block < 0 || block >= num_blocks) return -1;
-  return (static_cast<long long>(block) * block_size + pos % block_size) * token_elems;
+  return block_row(__ldg(table + idx), pos, block_size, num_blocks, token_elems);
 }
 
 // Division of 0 <= n < 2^31 by a run-time divisor 1 <= d < 2^31 with one multiply-high instead of the
@@ -224,7 +227,11 @@ struct PagedAttentionArgs {
 
 // The flash-attention tile kernel for sequences with more than one new token (attention_prefill.cu);
 // an FP8 cache (a.kv_fp8) is converted to dt exactly as its tiles are loaded.
+// It runs on Hopper's warpgroup MMA where the GPU is sm_90 and the build has sm_90a code
+// (attention_prefill_wgmma.cu), else on mma.sync; set_prefill_attention_kernel (attention.h) forces one.
 bool prefill_kernel_supports(int head_dim);
 void launch_prefill_attention(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s);
+bool wgmma_prefill_built();  // the current device runs the sm_90a code (a synchronous query: not while capturing)
+void launch_wgmma_prefill(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s);
 
 }  // namespace conveyor::cuda_detail

@@ -17,17 +17,20 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_device.cuh"
+#include "kernels/cuda/attention_prefill_tile.cuh"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/error.h"
 
 namespace conveyor::cuda_detail {
 namespace {
 
+using namespace prefill;  // NOLINT: the shared tile pieces
+
 constexpr int kWarps = 4;
 constexpr int kMt = 2;                    // 16-row m-tiles per warp
 constexpr int kRows = 16 * kMt * kWarps;  // query rows per CTA
-constexpr int kKeys = 64;                 // cached positions per tile
 constexpr int kThreads = 32 * kWarps;
 
 // How the CTA's threads share a K/V tile's copies: thread t takes 8-element piece t % kChunks of rows
@@ -57,41 +60,6 @@ __device__ __forceinline__ void mma16816<__half>(float* c, const uint32_t* a, ui
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Two fp32 values as one register of two 16-bit elements, lo in the low half (the smaller index).
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  const T a = Elem<T>::from_float(lo), b = Elem<T>::from_float(hi);
-  return static_cast<uint32_t>(reinterpret_cast<const uint16_t&>(a)) |
-         (static_cast<uint32_t>(reinterpret_cast<const uint16_t&>(b)) << 16);
-}
-
-// 8 cache elements of type KV at p as 8 T values in one 16-byte vector: a 16-bit cache's as they are,
-// an FP8 cache's 8 codes converted (exactly) to T.
-template <typename T, typename KV>
-__device__ __forceinline__ uint4 load8_as(const KV* p) {
-  if constexpr (sizeof(KV) == 1) {
-    const uint2 raw = __ldg(reinterpret_cast<const uint2*>(p));
-    float f[8];
-    unpack8<Fp8Kv>(make_uint4(raw.x, raw.y, 0u, 0u), f);
-    return make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]), pack2<T>(f[6], f[7]));
-  } else {
-    return __ldg(reinterpret_cast<const uint4*>(p));
-  }
-}
-
-// The block-table entry of position p (-1: past `last` or past the table): read a tile ahead of the copies
-// that need it, by the CTA's first kKeys threads, one position each.
-__device__ __forceinline__ int table_entry(const int32_t* table, const PagedAttentionArgs& a, int p, int last) {
-  const int idx = p / a.block_size;
-  return p <= last && idx < a.max_blocks ? __ldg(table + idx) : -1;
-}
-
-// The element offset of position p (kv head 0) in the pool for its table entry, -1 for none.
-__device__ __forceinline__ long long row_offset(const PagedAttentionArgs& a, int block, int p, int head_dim) {
-  if (block < 0 || block >= a.num_blocks) return -1;
-  return (static_cast<long long>(block) * a.block_size + p % a.block_size) * a.n_kv_heads * head_dim;
 }
 
 // Starts loading one K or V tile (positions [k0, k0 + kKeys) at the offsets rows[0 .. kKeys), zero where
@@ -131,60 +99,6 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16
                : "r"(addr));
 }
 
-// Key ranges of one CTA: each lane's rows (g and g + 8 of each of its warp's m-tiles) see [lo, pos]; the
-// CTA loads tiles over the union, a warp computes only on tiles that touch its own rows.
-struct RowRanges {
-  int pos[kMt][2];              // pos -1: row past the end of the sequence's chunk; a row sees [lo(pos), pos]
-  int window;
-  __device__ __forceinline__ int lo(int p) const { return window > 0 ? max(0, p - window + 1) : 0; }
-  int cta_first, cta_last;      // union over the CTA
-  int warp_first, warp_last;    // union over the warp
-  int whole_first, whole_last;  // keys every row of the warp sees (empty when a row is past the chunk)
-};
-
-__device__ __forceinline__ RowRanges row_ranges(const PagedAttentionArgs& a, int q0, int qlen, int first_row) {
-  __shared__ int range_s[2];
-  RowRanges r;
-  const int g = (threadIdx.x % 32) / 4;
-  r.window = a.window;
-  if (threadIdx.x == 0) {
-    range_s[0] = 0x7fffffff;
-    range_s[1] = -1;
-  }
-  __syncthreads();
-  r.warp_first = 0x7fffffff;
-  r.warp_last = -1;
-  r.whole_first = 0;
-  r.whole_last = 0x7fffffff;
-#pragma unroll
-  for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int row = first_row + 16 * mt + g + 8 * i;
-      const int pos = row < qlen ? __ldg(a.positions + q0 + row) : -1;
-      r.pos[mt][i] = pos;
-      const int lo = r.lo(pos);
-      r.whole_first = max(r.whole_first, lo);
-      r.whole_last = min(r.whole_last, pos);  // -1 for a row past the chunk: no whole tile
-      if (pos < 0) continue;
-      atomicMin(&range_s[0], lo);
-      atomicMax(&range_s[1], pos);
-      r.warp_first = min(r.warp_first, lo);
-      r.warp_last = max(r.warp_last, pos);
-    }
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) {
-    r.warp_first = min(r.warp_first, __shfl_xor_sync(0xffffffffu, r.warp_first, o));
-    r.warp_last = max(r.warp_last, __shfl_xor_sync(0xffffffffu, r.warp_last, o));
-    r.whole_first = max(r.whole_first, __shfl_xor_sync(0xffffffffu, r.whole_first, o));
-    r.whole_last = min(r.whole_last, __shfl_xor_sync(0xffffffffu, r.whole_last, o));
-  }
-  __syncthreads();
-  r.cta_first = range_s[0];
-  r.cta_last = range_s[1];
-  return r;
-}
-
 // Starts loading the CTA's Q tile (rows row0 .. + kRows of query head `head`, zero past the chunk) into
 // q_s by cp.async; the caller commits.
 template <int D, int kStride>
@@ -206,8 +120,8 @@ __device__ __forceinline__ void load_q_tile(uint16_t* q_s, const PagedAttentionA
 // masked. Q fragments by ldmatrix from q_w (the warp's 32 rows); each K fragment feeds both m-tiles.
 template <typename T, int D, int kStride, bool kMask>
 __device__ __forceinline__ void tile_scores(float (&s)[kMt][kKeys / 8][4], const uint16_t* q_w, const uint16_t* k_s,
-                                            const RowRanges& r, int k0, float scale_log2) {
-  const int lane = threadIdx.x % 32, tq = lane % 4;
+                                            const RowRanges<kMt>& r, int k0, float scale_log2) {
+  const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
@@ -234,44 +148,7 @@ __device__ __forceinline__ void tile_scores(float (&s)[kMt][kKeys / 8][4], const
     }
   }
 #pragma unroll
-  for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-    for (int n = 0; n < kKeys / 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {  // accumulator e: row g + 8 * (e >> 1), key column 2 * tq + (e & 1)
-        const int i = e >> 1, p = k0 + n * 8 + 2 * tq + (e & 1);
-        s[mt][n][e] = !kMask || (p <= r.pos[mt][i] && p >= r.lo(r.pos[mt][i])) ? s[mt][n][e] * scale_log2 : kNegInf;
-      }
-}
-
-// Online softmax over one tile for one m-tile: new row maxima (shared by the 4 lanes of a row), rescale
-// of O and of the partial sums, and s turned into probabilities.
-template <int D>
-__device__ __forceinline__ void softmax_update(float (&s)[kKeys / 8][4], float (&o)[D / 8][4], float (&m)[2],
-                                               float (&l)[2]) {
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    float mx = m[i];
-#pragma unroll
-    for (int n = 0; n < kKeys / 8; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * i], s[n][2 * i + 1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float safe = mx == kNegInf ? 0.f : mx;  // nothing visible yet: keep everything at zero
-    const float alpha = exp2f(m[i] - safe);
-    m[i] = mx;
-    l[i] *= alpha;
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      o[n][2 * i] *= alpha;
-      o[n][2 * i + 1] *= alpha;
-    }
-#pragma unroll
-    for (int n = 0; n < kKeys / 8; ++n) {
-      s[n][2 * i] = exp2f(s[n][2 * i] - safe);
-      s[n][2 * i + 1] = exp2f(s[n][2 * i + 1] - safe);
-      l[i] += s[n][2 * i] + s[n][2 * i + 1];
-    }
-  }
+  for (int mt = 0; mt < kMt; ++mt) scale_mask<kMask>(s[mt], r, mt, k0, scale_log2);
 }
 
 // O += P V for both m-tiles: P straight from the S accumulators (their layout is the A-operand layout),
@@ -311,7 +188,7 @@ __device__ __forceinline__ void accumulate_pv(float (&o)[kMt][D / 8][4], const f
 template <typename T, int D, int kStride>
 __device__ __forceinline__ void attend_tile(float (&o)[kMt][D / 8][4], float (&m)[kMt][2], float (&l)[kMt][2],
                                             const uint16_t* q_w, const uint16_t* k_s, const uint16_t* v_s,
-                                            const RowRanges& r, int k0, float scale_log2) {
+                                            const RowRanges<kMt>& r, int k0, float scale_log2) {
   float s[kMt][kKeys / 8][4];
   if (k0 >= r.whole_first && k0 + kKeys - 1 <= r.whole_last) {  // uniform over the warp
     tile_scores<T, D, kStride, false>(s, q_w, k_s, r, k0, scale_log2);
@@ -343,8 +220,7 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_kernel(PagedAttentionArgs
   if (qlen <= 1 || row0 >= qlen) return;  // decodes belong to the decode kernel; uniform over the CTA
   const int kvh = head / a.group;
   const int warp_row = (threadIdx.x / 32) * 16 * kMt;  // the warp's first row within the CTA's
-  const int g = (threadIdx.x % 32) / 4, tq = threadIdx.x % 4;
-  const RowRanges r = row_ranges(a, q0, qlen, row0 + warp_row);
+  const RowRanges<kMt> r = row_ranges<kMt>(a, q0, qlen, row0 + warp_row);
 
   float o[kMt][D / 8][4];
 #pragma unroll
@@ -390,23 +266,8 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_kernel(PagedAttentionArgs
     if (t < kKeys) rows_s[buf][t] = row_offset(a, entry, p2, D);  // tile k0's offsets are used up
   }
 
-  uint16_t* outp = static_cast<uint16_t*>(a.out);
 #pragma unroll
-  for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      float sum = l[mt][i];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      if (r.pos[mt][i] < 0) continue;
-      const float inv = (sum > 0.f ? 1.f / sum : 0.f) * a.v_scale;  // v_scale: 1 unless the cache is FP8
-      const long long base = (static_cast<long long>(q0 + row0 + warp_row + 16 * mt + g + 8 * i) * a.n_heads + head) * D;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        *reinterpret_cast<uint32_t*>(outp + base + n * 8 + 2 * tq) =
-            pack2<T>(o[mt][n][2 * i] * inv, o[mt][n][2 * i + 1] * inv);
-      }
-    }
+  for (int mt = 0; mt < kMt; ++mt) store_rows<T, D>(a, o[mt], l[mt], r.pos[mt], q0 + row0 + warp_row + 16 * mt, head);
 }
 
 // Launches one instantiation, its dynamic shared memory allowed once per process (over 48 KiB at D 128).
@@ -431,11 +292,38 @@ void launch_t(const PagedAttentionArgs& a, int max_query_len, cudaStream_t s) {
 
 }  // namespace
 
+namespace {
+
+PrefillAttentionKernel g_forced = PrefillAttentionKernel::kAuto;
+int g_wgmma = -1;  // wgmma_prefill_built() once asked outside a capture; -1 not yet
+
+// Whether this launch takes the wgmma kernel. The first answer comes from a synchronous query, which a
+// stream capture forbids: a launch captured before any other takes mma.sync (correct, slower).
+bool use_wgmma(cudaStream_t s) {
+  if (g_forced == PrefillAttentionKernel::kMmaSync) return false;
+  if (g_wgmma < 0) {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(s, &st));
+    if (st != cudaStreamCaptureStatusNone) return false;
+    g_wgmma = wgmma_prefill_built() ? 1 : 0;
+  }
+  CONVEYOR_CHECK(g_wgmma == 1 || g_forced != PrefillAttentionKernel::kWgmma,
+                 "prefill attention: the wgmma kernel was asked for, but this GPU or build has no sm_90a code "
+                 "(it needs an sm_90 GPU and CMAKE_CUDA_ARCHITECTURES with 90a)");
+  return g_wgmma == 1;
+}
+
+}  // namespace
+
 bool prefill_kernel_supports(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
 void launch_prefill_attention(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s) {
   CONVEYOR_CHECK(prefill_kernel_supports(a.head_dim), "prefill attention: head_dim ", a.head_dim,
                  " has no tensor-core kernel (64 or 128)");
+  if (use_wgmma(s)) {
+    launch_wgmma_prefill(a, max_query_len, dt, s);
+    return;
+  }
   CONVEYOR_CHECK(a.num_seqs <= 65535 && (max_query_len + kRows - 1) / kRows <= 65535,
                  "prefill attention: grid too large (", a.num_seqs, " sequences, ", max_query_len, " query rows)");
   if (dt == DType::kBF16) {
@@ -448,3 +336,13 @@ void launch_prefill_attention(const PagedAttentionArgs& a, int max_query_len, DT
 }
 
 }  // namespace conveyor::cuda_detail
+
+namespace conveyor {
+
+void set_prefill_attention_kernel(PrefillAttentionKernel k) { cuda_detail::g_forced = k; }
+
+const char* prefill_attention_kernel_name() {
+  return cuda_detail::use_wgmma(nullptr) ? "wgmma" : "mma.sync";
+}
+
+}  // namespace conveyor

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "kernels/cuda/attention.h"
 #include "kernels/dtype.h"
 #include "runtime/core/cuda_buffer.h"
 #include "tests/kernels/paged_layout.h"
@@ -56,5 +58,27 @@ inline const std::vector<std::pair<int, int>> kMixedSeqs = {{0, 1},  {32, 1},  {
                                                             {26, 7}, {993, 7}, {0, 100}, {900, 100}};
 inline const std::vector<std::pair<int, int>> kDecodeSeqs = {{0, 1},    {32, 1},    {999, 1},
                                                              {4999, 1}, {4000, 1}, {77, 1}};
+
+// The prefill kernels to hold to the twin on this GPU: mma.sync everywhere, and the wgmma kernel on an
+// sm_90 GPU (H100, H200), where the build must carry it (forcing it throws otherwise, which fails the test).
+inline std::vector<PrefillAttentionKernel> prefill_kernels_to_test() {
+  int dev = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) return {};
+  if (prop.major == 9 && prop.minor == 0) return {PrefillAttentionKernel::kMmaSync, PrefillAttentionKernel::kWgmma};
+  return {PrefillAttentionKernel::kMmaSync};
+}
+
+// Runs `run` once per kernel of prefill_kernels_to_test(), each forced (and named in a trace), then goes
+// back to the automatic choice.
+template <typename F>
+void for_each_prefill_kernel(F run) {
+  for (PrefillAttentionKernel k : prefill_kernels_to_test()) {
+    set_prefill_attention_kernel(k);
+    ::testing::ScopedTrace trace(__FILE__, __LINE__, std::string("prefill kernel ") + prefill_attention_kernel_name());
+    run();
+  }
+  set_prefill_attention_kernel(PrefillAttentionKernel::kAuto);
+}
 
 }  // namespace conveyor::testing

@@ -1,8 +1,9 @@
 // Tests write_kv_cache_cuda and paged_attention_cuda against write_kv_cache_ref / paged_attention_ref
 // (fp32, on the same dtype-rounded inputs) for bf16 and f16: MHA, GQA, MQA, head_dim 64/128/256,
 // block sizes 16, 32 and 48, batches mixing decodes and prefill chunks (query lengths 1, 7, 100; contexts
-// 1 to 5000) on shuffled block tables, sliding windows 0, 48, 64 and 700, the device max-context path
-// (grid sized for a bound, splits from the exact value). Every element is checked.
+// 1 to 5000; whole prompts of 700 and 1000) on shuffled block tables, sliding windows 0, 48, 64, 300 and
+// 700, the device max-context path (grid sized for a bound, splits from the exact value). Every element is
+// checked, for each prefill kernel the GPU runs (mma.sync, and wgmma on sm_90).
 #include "kernels/cuda/attention.h"
 
 #include <gtest/gtest.h>
@@ -79,7 +80,6 @@ void run_case(const Case& c, DType dt) {
   CudaBuffer ws(paged_attention_workspace_bytes(tokens, c.n_heads, c.head_dim, b.max_context_len));
 
   write_kv_cache_cuda(k_cache.data(), v_cache.data(), k.data(), v.data(), b, h.shape, dt, nullptr);
-  paged_attention_cuda(out.data(), q.data(), k_cache.data(), v_cache.data(), b, h.shape, p, ws.data(), dt, nullptr);
 
   const AttentionBatch hb = h.batch();
   write_kv_cache_ref(h.k_cache.data(), h.v_cache.data(), h.k.data(), h.v.data(), hb, h.shape);
@@ -88,7 +88,11 @@ void run_case(const Case& c, DType dt) {
   std::vector<float> want(static_cast<size_t>(tokens) * c.n_heads * c.head_dim);
   paged_attention_ref(want.data(), h.q.data(), h.k_cache.data(), h.v_cache.data(), hb, h.shape, p);
   const float tol = dt == DType::kBF16 ? 1e-2f : 2e-3f;
-  EXPECT_EQ(compare_all(testing::download(out, dt), want, tol, tol), "") << "attention output";
+  testing::for_each_prefill_kernel([&] {
+    CONVEYOR_CUDA_CHECK(cudaMemset(out.data(), 0xff, out.bytes()));  // NaN: every element must be written
+    paged_attention_cuda(out.data(), q.data(), k_cache.data(), v_cache.data(), b, h.shape, p, ws.data(), dt, nullptr);
+    EXPECT_EQ(compare_all(testing::download(out, dt), want, tol, tol), "") << "attention output";
+  });
 }
 
 class PagedAttentionGpu : public ::testing::TestWithParam<DType> {};
@@ -140,6 +144,13 @@ TEST_P(PagedAttentionGpu, SmallHeadDims) {
 TEST_P(PagedAttentionGpu, LongPrefillChunkAfterHistory) {
   // A 300-token chunk (several 64-row tiles, one ragged) after 700 cached positions, next to decodes.
   run_case({"gqa 32/8 d128 bs16 chunk 300", 32, 8, 128, 16, 0, {{700, 300}, {5, 1}, {2000, 1}}}, GetParam());
+}
+
+TEST_P(PagedAttentionGpu, LongCausalPrefills) {
+  // Whole prompts from position 0 (every 128-row tile, causal tiles skipped per warpgroup) and a ragged
+  // chunk after history, at both head sizes; a sliding window narrower than the chunk.
+  run_case({"gqa 16/4 d128 bs16 prefill 1000", 16, 4, 128, 16, 0, {{0, 1000}, {100, 257}, {40, 1}}}, GetParam());
+  run_case({"mha 8/8 d64 bs32 prefill 700 window 300", 8, 8, 64, 32, 300, {{0, 700}, {50, 130}}}, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, PagedAttentionGpu, ::testing::Values(DType::kBF16, DType::kF16),
