@@ -4,7 +4,8 @@
 # measurements (doctor.json); results and table.md in benchmarks/results/nvidia-h200/.
 # One command: benchmarks/suite_h200.sh [step ...]
 #   steps: doctor latency throughput b64 peers table (default: all, in that order)
-# Env: CONVEYOR (binary, default build/conveyor), PYTHON (python3), NUM_PROMPTS (1000; lower it to fit a
+# Env: CONVEYOR (binary, default build/conveyor), SUITE_OUT (results folder, default
+# benchmarks/results/nvidia-h200), PYTHON (python3), NUM_PROMPTS (1000; lower it to fit a
 # time limit and say so), HF_ITERS (1), SUITE_TINY=1 (a CPU smoke run of the same steps on the 5-layer
 # golden, results in $OUT or /tmp/conveyor-suite-tiny).
 set -euo pipefail
@@ -19,7 +20,7 @@ if [[ ${SUITE_TINY:-0} == 1 ]]; then
   peer_dev=(--device cpu --dtype float32)
   lat=(16 8) thr=(24 16) b64=(16 8) prompts=${NUM_PROMPTS:-12}
 else
-  out=benchmarks/results/nvidia-h200
+  out=${SUITE_OUT:-benchmarks/results/nvidia-h200}
   model=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16)
   shape=configs/models/llama-3-8b.yaml
   peer_dev=(--device cuda --dtype bfloat16)
