@@ -8,6 +8,8 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/attention_device.cuh"
+#include "runtime/core/cuda_check.h"
+#include "runtime/core/error.h"
 
 namespace conveyor::cuda_detail::prefill {
 
@@ -168,6 +170,53 @@ __device__ __forceinline__ void store_rows(const PagedAttentionArgs& a, const fl
     for (int n = 0; n < D / 8; ++n) {
       *reinterpret_cast<uint32_t*>(outp + base + n * 8 + 2 * tq) = pack2<T>(o[n][2 * i] * inv, o[n][2 * i + 1] * inv);
     }
+  }
+}
+
+// The grid of a prefill launch: query heads fastest, then row tiles of `rows`, then sequences.
+inline dim3 prefill_grid(const PagedAttentionArgs& a, int max_query_len, int rows) {
+  const int tiles = (max_query_len + rows - 1) / rows;
+  CONVEYOR_CHECK(a.num_seqs <= 65535 && tiles <= 65535, "prefill attention: grid too large (", a.num_seqs,
+                 " sequences, ", max_query_len, " query rows)");
+  return dim3(a.n_heads, tiles, a.num_seqs);
+}
+
+// Launches Kernel's instantiation for <T, KV, D> (Kernel: kBlock threads, smem<D>() bytes of dynamic shared
+// memory, fn<T, KV, D>() the __global__ function), the shared memory allowed once per process.
+template <typename Kernel>
+struct Launch {
+  const PagedAttentionArgs& a;
+  dim3 grid;
+  cudaStream_t s;
+  template <typename T, typename KV, int D>
+  void run() {
+    const auto fn = Kernel::template fn<T, KV, D>();
+    static const cudaError_t allowed =
+        cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, Kernel::template smem<D>());
+    CONVEYOR_CUDA_CHECK(allowed);
+    fn<<<grid, Kernel::kBlock, Kernel::template smem<D>(), s>>>(a);
+    CONVEYOR_CUDA_CHECK(cudaGetLastError());
+  }
+};
+
+// Calls launch.template run<T, KV, D>() for the activation dtype dt (bf16 or f16), the cache (that type,
+// or FP8 when a.kv_fp8) and a.head_dim (64 or 128).
+template <typename T, typename KV, typename L>
+void dispatch_head_dim(const PagedAttentionArgs& a, L& launch) {
+  if (a.head_dim == 64) {
+    launch.template run<T, KV, 64>();
+  } else {
+    launch.template run<T, KV, 128>();
+  }
+}
+template <typename L>
+void dispatch(const PagedAttentionArgs& a, DType dt, L& launch) {
+  if (dt == DType::kBF16) {
+    if (a.kv_fp8) dispatch_head_dim<__nv_bfloat16, Fp8Kv>(a, launch);
+    else dispatch_head_dim<__nv_bfloat16, __nv_bfloat16>(a, launch);
+  } else {
+    if (a.kv_fp8) dispatch_head_dim<__half, Fp8Kv>(a, launch);
+    else dispatch_head_dim<__half, __half>(a, launch);
   }
 }
 

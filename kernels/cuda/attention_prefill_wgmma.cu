@@ -296,24 +296,18 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
 #endif
 }
 
-template <typename T, typename KV, int D>
-void launch_d(const PagedAttentionArgs& a, const dim3& grid, cudaStream_t s) {
-  static const cudaError_t allowed = cudaFuncSetAttribute(wgmma_prefill_kernel<T, KV, D>,
-                                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes<D>());
-  CONVEYOR_CUDA_CHECK(allowed);
-  wgmma_prefill_kernel<T, KV, D><<<grid, kThreads, smem_bytes<D>(), s>>>(a);
-}
-
-template <typename T, typename KV>
-void launch_t(const PagedAttentionArgs& a, int max_query_len, cudaStream_t s) {
-  const dim3 grid(a.n_heads, (max_query_len + kRows - 1) / kRows, a.num_seqs);
-  if (a.head_dim == 64) {
-    launch_d<T, KV, 64>(a, grid, s);
-  } else {
-    launch_d<T, KV, 128>(a, grid, s);
+// The kernel for prefill::Launch.
+struct Kernel {
+  static constexpr int kBlock = kThreads;
+  template <int D>
+  static constexpr int smem() {
+    return smem_bytes<D>();  // over 48 KiB at D 128
   }
-  CONVEYOR_CUDA_CHECK(cudaGetLastError());
-}
+  template <typename T, typename KV, int D>
+  static auto fn() {
+    return wgmma_prefill_kernel<T, KV, D>;
+  }
+};
 
 }  // namespace
 
@@ -334,15 +328,8 @@ bool wgmma_prefill_built() {
 }
 
 void launch_wgmma_prefill(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s) {
-  CONVEYOR_CHECK(a.num_seqs <= 65535 && (max_query_len + kRows - 1) / kRows <= 65535,
-                 "prefill attention: grid too large (", a.num_seqs, " sequences, ", max_query_len, " query rows)");
-  if (dt == DType::kBF16) {
-    if (a.kv_fp8) launch_t<__nv_bfloat16, Fp8Kv>(a, max_query_len, s);
-    else launch_t<__nv_bfloat16, __nv_bfloat16>(a, max_query_len, s);
-  } else {
-    if (a.kv_fp8) launch_t<__half, Fp8Kv>(a, max_query_len, s);
-    else launch_t<__half, __half>(a, max_query_len, s);
-  }
+  Launch<Kernel> launch{a, prefill_grid(a, max_query_len, kRows), s};
+  dispatch(a, dt, launch);
 }
 
 }  // namespace conveyor::cuda_detail
