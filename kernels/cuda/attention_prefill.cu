@@ -213,12 +213,9 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_kernel(PagedAttentionArgs
   uint16_t* q_s = smem;
   uint16_t* kv_s = smem + kRows * kStride;
 
-  const int head = blockIdx.x, seq = blockIdx.z;
-  const int q0 = __ldg(a.query_start + seq);
-  const int qlen = __ldg(a.query_start + seq + 1) - q0;
-  const int row0 = (gridDim.y - 1 - blockIdx.y) * kRows;  // last rows first: they have the most keys
-  if (qlen <= 1 || row0 >= qlen) return;  // decodes belong to the decode kernel; uniform over the CTA
-  const int kvh = head / a.group;
+  CtaTile c;
+  if (!c.locate(a, kRows)) return;
+  const int head = c.head, kvh = c.kvh, seq = c.seq, q0 = c.q0, qlen = c.qlen, row0 = c.row0;
   const int warp_row = (threadIdx.x / 32) * 16 * kMt;  // the warp's first row within the CTA's
   const RowRanges<kMt> r = row_ranges<kMt>(a, q0, qlen, row0 + warp_row);
 
@@ -270,17 +267,10 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_kernel(PagedAttentionArgs
   for (int mt = 0; mt < kMt; ++mt) store_rows<T, D>(a, o[mt], l[mt], r.pos[mt], q0 + row0 + warp_row + 16 * mt, head);
 }
 
-// The kernel for prefill::Launch.
-struct Kernel {
+struct Kernel {  // for prefill::Launch; smem over 48 KiB at D 128
   static constexpr int kBlock = kThreads;
-  template <int D>
-  static constexpr int smem() {
-    return smem_bytes<D>();  // over 48 KiB at D 128
-  }
-  template <typename T, typename KV, int D>
-  static auto fn() {
-    return prefill_kernel<T, KV, D>;
-  }
+  template <int D> static constexpr int smem() { return smem_bytes<D>(); }
+  template <typename T, typename KV, int D> static auto fn() { return prefill_kernel<T, KV, D>; }
 };
 
 PrefillAttentionKernel g_forced = PrefillAttentionKernel::kAuto;

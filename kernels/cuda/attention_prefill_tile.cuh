@@ -49,6 +49,21 @@ __device__ __forceinline__ long long row_offset(const PagedAttentionArgs& a, int
   return block_row(block, p, a.block_size, a.num_blocks, static_cast<long long>(a.n_kv_heads) * head_dim);
 }
 
+// The CTA's place in prefill_grid: query head, sequence, its chunk (first token, length) and its first
+// row (the last row tiles first: they have the most keys).
+struct CtaTile {
+  int head, kvh, seq, q0, qlen, row0;
+  // False when the CTA has nothing to do (a decode, for the decode kernel; rows past the chunk), which is
+  // uniform over the CTA.
+  __device__ __forceinline__ bool locate(const PagedAttentionArgs& a, int rows) {
+    head = blockIdx.x, seq = blockIdx.z, kvh = head / a.group;
+    q0 = __ldg(a.query_start + seq);
+    qlen = __ldg(a.query_start + seq + 1) - q0;
+    row0 = (gridDim.y - 1 - blockIdx.y) * rows;
+    return qlen > 1 && row0 < qlen;
+  }
+};
+
 // Key ranges of one CTA: each lane's rows (g and g + 8 of each of its warp's kMt m-tiles) see [lo, pos];
 // the CTA loads tiles over the union, a warp (a warpgroup in the wgmma kernel) computes only on tiles
 // that touch its own rows.

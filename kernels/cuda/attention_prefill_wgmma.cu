@@ -234,12 +234,9 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
   uint16_t* q_s = smem;
   uint16_t* kv_s = smem + kRows * D;
 
-  const int head = blockIdx.x, seq = blockIdx.z;
-  const int q0 = __ldg(a.query_start + seq);
-  const int qlen = __ldg(a.query_start + seq + 1) - q0;
-  const int row0 = (gridDim.y - 1 - blockIdx.y) * kRows;  // last rows first: they have the most keys
-  if (qlen <= 1 || row0 >= qlen) return;  // decodes belong to the decode kernel; uniform over the CTA
-  const int kvh = head / a.group;
+  CtaTile c;
+  if (!c.locate(a, kRows)) return;
+  const int head = c.head, kvh = c.kvh, seq = c.seq, q0 = c.q0, qlen = c.qlen, row0 = c.row0;
   const int group = threadIdx.x / 128;
   const int warp_row = group * kGroupRows + (threadIdx.x % 128) / 32 * 16;  // the warp's first row in the CTA's
   const RowRanges<1> r = row_ranges<1>(a, q0, qlen, row0 + warp_row);
@@ -296,17 +293,10 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
 #endif
 }
 
-// The kernel for prefill::Launch.
-struct Kernel {
+struct Kernel {  // for prefill::Launch; smem over 48 KiB at D 128
   static constexpr int kBlock = kThreads;
-  template <int D>
-  static constexpr int smem() {
-    return smem_bytes<D>();  // over 48 KiB at D 128
-  }
-  template <typename T, typename KV, int D>
-  static auto fn() {
-    return wgmma_prefill_kernel<T, KV, D>;
-  }
+  template <int D> static constexpr int smem() { return smem_bytes<D>(); }
+  template <typename T, typename KV, int D> static auto fn() { return wgmma_prefill_kernel<T, KV, D>; }
 };
 
 }  // namespace
