@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Round 6, device call 1 (carry .gpu-deps; a fresh machine): build for sm_90a; the attention tests, which
+# Round 6 (results: ../a, on an H100), device call 1 (carry .gpu-deps; a fresh machine): build for sm_90a; the attention tests, which
 # now hold both prefill kernels (mma.sync and the new wgmma one) to the CPU twin; attention_bench (the
 # runtime's choice, and mma.sync again); doctor and the plans from it; the other GPU tests without MPI
 # (the paged-cache address helper they share changed); batch 64 512/256 while time lasts.

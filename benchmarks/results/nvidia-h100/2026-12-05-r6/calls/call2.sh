@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Round 6, device call 2 (no carry; after call 1 on the same machine, whose build and doctor.json it uses):
+# Round 6 (results: ../b, on an H100), device call 2 (no carry; after call 1 on the same machine, whose build and doctor.json it uses):
 # benchmarks/suite_h200.sh step by step with the HF peers in the same run (issue 16's acceptance run):
 # batch 1 128/128, batch 64 512/256, the peers (HF default and static cache, batch 1 and 64), then the
 # 1,000 prompts 1024/1024 and the table. $OUT/r6b.tgz is rewritten after every step.
