@@ -73,7 +73,8 @@ void paged_attention_cuda(void* out,             // [num_tokens, n_heads, head_d
 // Which tensor-core kernel serves prefill chunks (head_dim 64 and 128). kAuto: the warpgroup-MMA kernel
 // where the GPU is sm_90 (H100, H200) and the build carries sm_90a code (the default
 // CMAKE_CUDA_ARCHITECTURES "90a"), else the mma.sync kernel. Forcing one is for tests and benchmarks that
-// race them; forcing kWgmma where it cannot run throws. Process-wide, not thread-safe against launches.
+// race them, and so is the environment variable CONVEYOR_PREFILL_ATTENTION=mma.sync|wgmma (whole-workload
+// A/B runs); forcing wgmma where it cannot run throws. Process-wide, not thread-safe against launches.
 enum class PrefillAttentionKernel { kAuto, kMmaSync, kWgmma };
 void set_prefill_attention_kernel(PrefillAttentionKernel k);
 // The kernel a prefill launch on the current device takes now ("wgmma" or "mma.sync").

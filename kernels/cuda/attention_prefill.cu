@@ -17,6 +17,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_device.cuh"
 #include "kernels/cuda/attention_prefill_tile.cuh"
@@ -273,13 +276,30 @@ struct Kernel {  // for prefill::Launch; smem over 48 KiB at D 128
   template <typename T, typename KV, int D> static auto fn() { return prefill_kernel<T, KV, D>; }
 };
 
+// The choice before any set_prefill_attention_kernel: CONVEYOR_PREFILL_ATTENTION=mma.sync or wgmma forces
+// one (A/B runs of whole workloads, like vLLM's VLLM_ATTENTION_BACKEND); unset, the automatic choice.
+PrefillAttentionKernel initial_choice() {
+  const char* v = std::getenv("CONVEYOR_PREFILL_ATTENTION");
+  if (v == nullptr || *v == '\0') return PrefillAttentionKernel::kAuto;
+  const std::string s(v);
+  CONVEYOR_CHECK(s == "mma.sync" || s == "wgmma", "CONVEYOR_PREFILL_ATTENTION='", s,
+                 "': expected mma.sync or wgmma (or unset for the automatic choice)");
+  return s == "wgmma" ? PrefillAttentionKernel::kWgmma : PrefillAttentionKernel::kMmaSync;
+}
+
 PrefillAttentionKernel g_forced = PrefillAttentionKernel::kAuto;
+bool g_forced_read = false;  // g_forced holds the environment's or set_prefill_attention_kernel's choice
+
+PrefillAttentionKernel forced() {
+  if (!g_forced_read) g_forced = initial_choice(), g_forced_read = true;
+  return g_forced;
+}
 int g_wgmma = -1;  // wgmma_prefill_built() once asked outside a capture; -1 not yet
 
 // Whether this launch takes the wgmma kernel. The first answer comes from a synchronous query, which a
 // stream capture forbids: a launch captured before any other takes mma.sync (correct, slower).
 bool use_wgmma(cudaStream_t s) {
-  if (g_forced == PrefillAttentionKernel::kMmaSync) return false;
+  if (forced() == PrefillAttentionKernel::kMmaSync) return false;
   if (g_wgmma < 0) {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(s, &st));
@@ -311,7 +331,10 @@ void launch_prefill_attention(const PagedAttentionArgs& a, int max_query_len, DT
 
 namespace conveyor {
 
-void set_prefill_attention_kernel(PrefillAttentionKernel k) { cuda_detail::g_forced = k; }
+void set_prefill_attention_kernel(PrefillAttentionKernel k) {
+  cuda_detail::g_forced = k;
+  cuda_detail::g_forced_read = true;
+}
 
 const char* prefill_attention_kernel_name() {
   return cuda_detail::use_wgmma(nullptr) ? "wgmma" : "mma.sync";
