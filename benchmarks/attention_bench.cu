@@ -1,7 +1,7 @@
 // Paged attention microbenchmark: decode (batch 1/16/64 x context 1k/4k/16k, 32 query / 8 KV heads,
 // head_dim 128, bf16) reported as GB/s of KV read and % of 4280 GB/s, and causal prefills (one sequence
 // of 2k, 4k, 8k and 16k new tokens, 16 sequences of 512, a 512-token chunk after 3,584) reported as
-// TFLOP/s and % of 810 (each with the runtime's prefill kernel, and on sm_90 again with the mma.sync one).
+// TFLOP/s and % of 810 (with the runtime's prefill kernel, then each kernel forced: mma.sync, and wgmma on sm_90).
 // One JSON object per case on stdout; --json PATH writes
 // them all as an array. --kv-cache-dtype fp8 reads an e4m3 cache (one byte per element; the GB/s count
 // those bytes). Usage: attention_bench [--json results.json] [--kv-cache-dtype fp8]
@@ -15,6 +15,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/attention.h"
@@ -174,13 +175,17 @@ int main(int argc, char** argv) {
       }
     // Causal prefill of one sequence (issue 16 asks 4k, 8k and 16k), 16 sequences of 512 new tokens (one
     // 8,192-token step of the batch-64 workload's prefill) and a chunk after history: with the kernel the
-    // runtime chooses, and where that is the wgmma kernel, again with mma.sync ("<name>_mma_sync").
-    const bool wgmma = std::strcmp(conveyor::prefill_attention_kernel_name(), "wgmma") == 0;
-    for (const bool forced : {false, true}) {
-      if (forced && !wgmma) break;
-      const std::string suffix = forced ? "_mma_sync" : "";
-      conveyor::set_prefill_attention_kernel(forced ? conveyor::PrefillAttentionKernel::kMmaSync
-                                                    : conveyor::PrefillAttentionKernel::kAuto);
+    // runtime chooses, then each kernel forced ("<name>_mma_sync", and on sm_90 "<name>_wgmma").
+    using conveyor::PrefillAttentionKernel;
+    std::vector<std::pair<PrefillAttentionKernel, std::string>> kernels = {{PrefillAttentionKernel::kAuto, ""},
+                                                                           {PrefillAttentionKernel::kMmaSync, "_mma_sync"}};
+    int dev = 0;
+    cudaDeviceProp prop{};
+    CONVEYOR_CUDA_CHECK(cudaGetDevice(&dev));
+    CONVEYOR_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+    if (prop.major == 9 && prop.minor == 0) kernels.push_back({PrefillAttentionKernel::kWgmma, "_wgmma"});
+    for (const auto& [kernel, suffix] : kernels) {
+      conveyor::set_prefill_attention_kernel(kernel);
       for (int n : {2048, 4096, 8192, 16384}) {
         all.push_back(conveyor::run("prefill_" + std::to_string(n) + suffix, 1, 0, n).json);
         std::printf("%s\n", all.back().c_str());
@@ -190,7 +195,7 @@ int main(int argc, char** argv) {
       all.push_back(conveyor::run("prefill_chunk_512_after_3584" + suffix, 1, 3584, 512).json);
       std::printf("%s\n", all.back().c_str());
     }
-    conveyor::set_prefill_attention_kernel(conveyor::PrefillAttentionKernel::kAuto);
+    conveyor::set_prefill_attention_kernel(PrefillAttentionKernel::kAuto);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attention_bench: %s\n", e.what());
     return 1;

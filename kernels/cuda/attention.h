@@ -70,9 +70,9 @@ void paged_attention_cuda(void* out,             // [num_tokens, n_heads, head_d
                           void* workspace,       // paged_attention_workspace_bytes(...) bytes, or null if 0
                           DType dt, cudaStream_t s, const KvCacheFormat& kv = {});
 
-// Which tensor-core kernel serves prefill chunks (head_dim 64 and 128). kAuto: the warpgroup-MMA kernel
-// where the GPU is sm_90 (H100, H200) and the build carries sm_90a code (the default
-// CMAKE_CUDA_ARCHITECTURES "90a"), else the mma.sync kernel. Forcing one is for tests and benchmarks that
+// Which tensor-core kernel serves prefill chunks (head_dim 64 and 128): the mma.sync kernel (kAuto, every
+// GPU from sm_80), or the warpgroup-MMA one (kWgmma), which needs an sm_90 GPU (H100, H200) and a build
+// with sm_90a code (the default CMAKE_CUDA_ARCHITECTURES "90a"). Forcing one is for tests and benchmarks that
 // race them, and so is the environment variable CONVEYOR_PREFILL_ATTENTION=mma.sync|wgmma (whole-workload
 // A/B runs); forcing wgmma where it cannot run throws. Process-wide, not thread-safe against launches.
 enum class PrefillAttentionKernel { kAuto, kMmaSync, kWgmma };
