@@ -47,6 +47,10 @@ constexpr auto kHopBusy = std::chrono::milliseconds(8);
 // Before each hop the sender (and, for busy_hop, the other computing ranks) computes this long while
 // rank 1 already waits, as a stage waits through its predecessor's compute: 2, 3, ... 9 ms in turn.
 constexpr int kHopLeadMinMs = 2, kHopLeadSpreadMs = 8;
+// The TP round probe: a decode step's rows (its matmul of 2 MiB of weights is ~0.5 ms, as a small
+// model's layer half), and how long the co-runners go on after the window (the pair's last round).
+constexpr int kTpRoundRows = 16;
+constexpr auto kTpRoundTail = std::chrono::milliseconds(100);
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -371,7 +375,50 @@ double hop_time(MpiCommunicator& comm, GemmBench& gemm, bool cores_taken) {
   return mean;
 }
 
+// A TP pair's round as a TP stage's layers live it: ranks 0 and 1 of the node alternate a decode-sized
+// matmul with an all-reduce of a decode step's activations (MPI_Allreduce, as the CPU backend's TP group
+// calls it: under mpirun --oversubscribe its wait yields the CPU). With `cores_taken` ranks 2, 3, ...
+// compute without pause meanwhile (a prefill, a TP-less stage); else they wait without spinning. Seconds
+// per round on rank 0, the mean over kSweeps windows of kSharingWindow (a round's cost to a stage is its
+// average, the waits for a CPU included); the pair stops together (a flag rides in the all-reduce).
+double tp_round_time(MPI_Comm node, MPI_Comm pair, GemmBench& gemm, bool cores_taken) {
+  int rank = 0;
+  MPI_Comm_rank(node, &rank);
+  std::vector<float> act(size_t(kTpRoundRows) * 512, 1.f);  // [rows, hidden 512]
+  double total = 0;
+  int64_t rounds = 0;
+  for (int sweep = 0; sweep < kSweeps; ++sweep) {
+    polite_barrier(node);
+    int64_t start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           (Clock::now() + std::chrono::milliseconds(20)).time_since_epoch()).count();
+    CONVEYOR_MPI_CHECK(MPI_Bcast(&start_ns, 1, MPI_INT64_T, 0, node));
+    const Clock::time_point start{std::chrono::nanoseconds(start_ns)}, end = start + kSharingWindow;
+    std::this_thread::sleep_until(start);
+    if (rank < 2) {
+      for (bool more = true; more; ++rounds) {
+        gemm.call(kTpRoundRows, 1024, 512);
+        act[0] = rank == 0 && Clock::now() < end ? 1.f : 0.f;
+        CONVEYOR_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, act.data(), static_cast<int>(act.size()), MPI_FLOAT, MPI_SUM, pair));
+        more = act[0] > 0.5f;
+      }
+      total += seconds_since(start);
+    } else if (cores_taken) {
+      while (Clock::now() < end + kTpRoundTail) gemm.call(16, 1024, 1024);
+    }
+  }
+  double mean = rank == 0 ? total / static_cast<double>(rounds) : 0.0;
+  CONVEYOR_MPI_CHECK(MPI_Bcast(&mean, 1, MPI_DOUBLE, 0, node));
+  return mean;
+}
+
 }  // namespace
+
+double slice_from_tp_rounds(double alone_s, double busy_s, const std::vector<double>& speed) {
+  const int k = static_cast<int>(speed.size());
+  CONVEYOR_CHECK(k >= 3, "slice_from_tp_rounds: needs the speeds of 1 .. k >= 3 ranks, got ", k);
+  const double g = alone_s * speed[1];
+  return std::max(0.0, (k * speed.back() * busy_s - 2.0 * g) / (k - 2));
+}
 
 nlohmann::json measure_cpu_device() {
   const CpuCeilings peaks = measure_cpu_ceilings();
@@ -425,6 +472,23 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
       best[static_cast<size_t>(ranks - 1)] = std::max(best[static_cast<size_t>(ranks - 1)], mean);
     }
   }
+  std::vector<double> speed;
+  nlohmann::json points = nlohmann::json::array();
+  for (int r = 1; r <= size; ++r) {
+    speed.push_back(best[static_cast<size_t>(r - 1)] / best.front());
+    points.push_back({{"ranks", r}, {"calls_per_s", best[static_cast<size_t>(r - 1)]}});
+  }
+  // Only where ranks outnumber the CPUs do they time-slice, and a co-runner needs a third rank.
+  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  nlohmann::json tp_round;
+  if (size >= 3 && size > cpus) {
+    MPI_Comm pair = MPI_COMM_NULL;
+    CONVEYOR_MPI_CHECK(MPI_Comm_split(node, rank < 2 ? 0 : 1, rank, &pair));
+    const double alone = tp_round_time(node, pair, gemm, false), busy = tp_round_time(node, pair, gemm, true);
+    MPI_Comm_free(&pair);
+    tp_round = {{"alone_us", alone * 1e6}, {"busy_us", busy * 1e6},
+                {"slice_us", slice_from_tp_rounds(alone, busy, speed) * 1e6}};
+  }
   double hop = 0, busy_hop = 0;
   if (size >= 2) {
     MpiCommunicator hops(node, "doctor hop probe");  // takes node
@@ -434,13 +498,7 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
   } else {
     MPI_Comm_free(&node);
   }
-  std::vector<double> speed;
-  nlohmann::json points = nlohmann::json::array();
-  for (int r = 1; r <= size; ++r) {
-    speed.push_back(best[static_cast<size_t>(r - 1)] / best.front());
-    points.push_back({{"ranks", r}, {"calls_per_s", best[static_cast<size_t>(r - 1)]}});
-  }
-  return {{"method", "k = 1 .. the node's ranks call matmul_ref m = 16, n = k = 1024 (fp32, weights rotating over 128 "
+  nlohmann::json out = {{"method", "k = 1 .. the node's ranks call matmul_ref m = 16, n = k = 1024 (fp32, weights rotating over 128 "
                      "MiB each) with their threads during one shared 0.25 s window, the others waiting without "
                      "spinning; per k the best of 3 windows of the mean rate; speed = rate / rate alone"},
           {"cpus", static_cast<int>(std::thread::hardware_concurrency())}, {"ranks", size}, {"speed", speed},
@@ -450,6 +508,16 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
                          "sends), rank 1 receives them; mean "
                          "of 30 send-to-received times with the node's other ranks idle (hop_us) and with ranks 2, 3, "
                          "... computing so that the node's CPUs are all taken (busy_hop_us)"}};
+  if (!tp_round.is_null()) {
+    out["slice_us"] = tp_round["slice_us"];
+    out["tp_round"] = tp_round;
+    out["tp_round"]["method"] =
+        "a TP pair's round: ranks 0 and 1 alternate matmul_ref m = 16, n = 1024, k = 512 with an MPI_Allreduce of "
+        "16 x 512 fp32 (the stop flag in it), the other ranks idle (alone_us) or computing without pause (busy_us); "
+        "mean of 3 windows of 0.25 s. slice_us = (k speed[k] busy - 2 g) / (k - 2) with g = alone * speed[2]: the "
+        "time a co-runner keeps a CPU the pair yielded (stages/sim/schedule_sim.cpp, shares)";
+  }
+  return out;
 }
 
 nlohmann::json measure_cpu_host(MPI_Comm comm) {
@@ -501,6 +569,12 @@ std::string format_cpu_device(const nlohmann::json& d) {
       os << line;
     }
     os << " (" << d.at("sharing").at("cpus").get<int>() << " CPUs)\n";
+    if (d.at("sharing").contains("tp_round")) {
+      const auto& t = d.at("sharing").at("tp_round");
+      std::snprintf(line, sizeof(line), "  a TP pair's round %6.0f us alone, %6.0f us beside ranks computing (slice %.0f us)\n",
+                    t.at("alone_us").get<double>(), t.at("busy_us").get<double>(), t.at("slice_us").get<double>());
+      os << line;
+    }
   }
   return os.str();
 }

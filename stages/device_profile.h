@@ -54,6 +54,10 @@ struct CoreSharing {
   // A waiting rank woken by a pipeline message (plan, hidden states, result) takes it this long after
   // it was sent: hop_s while the node has a free core, busy_hop_s while its cores are all computing.
   double hop_s = 0, busy_hop_s = 0;
+  // While more ranks compute than the node has CPUs, a rank waiting in a TP all-reduce yields its CPU
+  // (MPI's progress loop when oversubscribed) and a co-runner keeps it up to this long: the scheduler's
+  // slice as a TP pair meets it (cpu_probe's yield probe). 0: not measured, plain processor sharing.
+  double slice_s = 0;
   bool any() const { return !speed.empty(); }
   // Beyond the measured k, the cores are time-sliced: speed(last) * last / k.
   double at(int k) const;
