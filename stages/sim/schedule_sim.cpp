@@ -60,6 +60,7 @@ StepWork work_of(const StepPlan& plan) {
 
 struct StageTime {
   double compute = 0, allreduce = 0, overhead = 0, send = 0;
+  double turn = 0;  // a TP rank's work between two of its all-reduces in the layers (0: no TP, no such waits)
   double work() const { return compute + allreduce + overhead; }  // what occupies the stage's ranks
 };
 
@@ -95,6 +96,7 @@ class PipelineModel {
       t[s].compute = counts_[s] * st.layer + (first ? st.embed : 0.0) + (last ? st.head : 0.0);
       t[s].overhead = dev_.measured.step_overhead_s;
       t[s].allreduce = 2.0 * counts_[s] * ar + (first ? ar : 0.0) + (last ? gather : 0.0);
+      if (T > 1) t[s].turn = (st.layer + 2.0 * ar) / 2.0;  // attention | all-reduce | MLP | all-reduce
       if (!last) t[s].send = edges_[s].link.latency + act / edges_[s].link.bandwidth;
     }
     return t;
@@ -145,8 +147,9 @@ struct RequestTimes {
 
 // Engine::step's loop over simulated stages, event by event. A plan's work on a stage is a task that
 // starts when the plan has arrived and the stage is free (plans keep their order on every stage). While
-// k ranks of a node run tasks, each runs at sharing.at(k) of its speed alone, so starting or ending a
-// task moves the ends of the others on its node; without sharing every task takes its work exactly.
+// k ranks of a node run tasks, each runs at sharing.at(k) of its speed alone (beyond the node's CPUs, TP
+// ranks by their turns: cpu_node_rates), so starting or ending a task moves the ends of the others on its
+// node; without sharing every task takes its work exactly.
 class EventLoop {
  public:
   EventLoop(const PipelineModel& model, const SimWorkload& w, int M, int64_t requests, int64_t num_blocks, SimResult* r,
@@ -234,6 +237,7 @@ class EventLoop {
   }
 
   Flight& flight(int64_t id) { return flights_[static_cast<size_t>(id - front_)]; }
+  const Flight& flight(int64_t id) const { return flights_[static_cast<size_t>(id - front_)]; }
   void push(Event::Kind kind, double t, size_t stage, int64_t f, uint64_t version = 0) {
     events_.push(Event{kind, t, next_order_++, stage, f, version});
   }
@@ -325,15 +329,25 @@ class EventLoop {
     }
   }
 
+  // Each busy stage's rate on `node` (cpu_node_rates over the busy stages; an idle one's is unused).
+  std::vector<double> shares(int node) const {
+    std::vector<int> ranks(tasks_.size(), 0);
+    std::vector<double> turns(tasks_.size(), 0.0);
+    for (size_t s = 0; s < tasks_.size(); ++s) {
+      if (!tasks_[s].busy) continue;
+      ranks[s] = model_.ranks_on(node, s);
+      turns[s] = flight(tasks_[s].flight).t[s].turn;
+    }
+    return cpu_node_rates(model_.sharing(), ranks, turns);
+  }
+
   // Every busy task of `node` at the speed its node's busy ranks allow; a task whose rate changes gets a
   // new end (the old end event goes stale).
   void share(int node, double t) {
-    int k = 0;
-    for (size_t s = 0; s < tasks_.size(); ++s)
-      if (tasks_[s].busy) k += model_.ranks_on(node, s);
-    const double rate = model_.sharing().at(k);
+    const std::vector<double> rates = shares(node);
     for (size_t s = 0; s < tasks_.size(); ++s) {
       Task& task = tasks_[s];
+      const double rate = rates[s];
       if (!task.busy || model_.node_of(s) != node || task.rate == rate) continue;
       const double left = task.rate > 0 ? (task.end - t) * task.rate : flight(task.flight).t[s].work();
       task.rate = rate;
@@ -428,6 +442,22 @@ SimWorkload resolved_budget(const ModelSpec& spec, const ClusterSpec& cluster, c
 }
 
 }  // namespace
+
+std::vector<double> cpu_node_rates(const CoreSharing& c, const std::vector<int>& ranks, const std::vector<double>& turns) {
+  CONVEYOR_CHECK(ranks.size() == turns.size(), "cpu_node_rates: ", ranks.size(), " groups but ", turns.size(), " turns");
+  int k = 0;
+  for (int r : ranks) k += r;
+  std::vector<double> rate(ranks.size(), c.at(k));
+  if (c.slice_s <= 0 || k <= c.cpus) return rate;
+  std::vector<double> turn(ranks.size());
+  double all = 0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    turn[i] = turns[i] > 0 ? std::min(turns[i], c.slice_s) : c.slice_s;
+    all += ranks[i] * turn[i];
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) rate[i] = c.at(k) * k * turn[i] / all;
+  return rate;
+}
 
 SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, const SimWorkload& w, const SimLayout& l,
                           bool record) {

@@ -6,7 +6,8 @@
 // on the leader inside submit(), and the leader loop is Engine::step's: fill up to M plans, wait for
 // the oldest result, finish sequences at their max_tokens. Ranks that share a node's cores (the CPU
 // backend, device.sharing of its doctor JSON) each run at the measured speed for the number of ranks
-// computing at that moment. Data-parallel replicas are identical, so one replica is simulated with the
+// computing at that moment; beyond the node's CPUs a TP rank, which yields its CPU at each all-reduce,
+// gets a share by its turns (cpu_node_rates). Data-parallel replicas are identical, so one replica is simulated with the
 // largest share of the requests (the router deals them round-robin).
 #pragma once
 
@@ -83,6 +84,15 @@ struct SimResult {
   int64_t max_num_batched_tokens = 0;  // choose_batch makes of its KV room (0: not reached)
   std::vector<SimSpan> spans;          // record = true only: one replica's stages, in the order they end
 };
+
+// How fast each group of ranks computing at once on one CPU node runs (its speed over its speed alone):
+// group i has ranks[i] ranks, each doing turns[i] solo seconds of work between two of its TP all-reduces
+// (0: no such waits). Up to c.cpus ranks, or without a measured slice, every rank runs at c.at(k) (k
+// ranks in all). Beyond them the CPUs time-slice, and a rank waiting in a TP all-reduce yields its CPU
+// to a co-runner, which keeps it until its own next wait or for c.slice_s: a rank's turn lasts
+// min(turn, slice), and the ranks split the node's k * at(k) in proportion to their turns. Ranks alike
+// keep at(k); a TP decode step (short turns) beside a prefill or a TP-less stage gets less.
+std::vector<double> cpu_node_rates(const CoreSharing& c, const std::vector<int>& ranks, const std::vector<double>& turns);
 
 // Simulates `layout` on `cluster` for workload `w`; a layout whose weights or KV cannot fit returns
 // fits = false with the reason and no run.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/engine/step_plan.h"
+#include "stages/cpu_probe.h"
 #include "stages/pipeline_trace.h"
 #include "tests/support/test_support.h"
 
@@ -189,6 +190,64 @@ TEST(ScheduleSim, OneRankRunsAtItsOwnSpeed) {
   const SimResult b = simulate_layout(s, cpu_host({}), cpu_workload(), SimLayout{});
   EXPECT_DOUBLE_EQ(a.elapsed_s, b.elapsed_s);
   EXPECT_EQ(a.plans, b.plans);
+}
+
+// Issue 18, 4(b), the TP path: beyond a CPU host's CPUs the ranks time-slice, and a rank waiting in a TP
+// all-reduce yields its CPU to a co-runner for up to the measured slice. Ranks alike keep the processor
+// sharing speed; a TP pair with short turns beside ranks that compute without pause gets less, and the
+// node's k * at(k) is kept.
+TEST(ScheduleSim, TpRanksThatYieldTheirCpuGetShortTurns) {
+  CoreSharing c;
+  c.cpus = 2;
+  c.speed = {1.0, 0.9, 0.6, 0.45};
+  c.slice_s = 6e-3;
+  EXPECT_EQ(cpu_node_rates(c, {1, 1}, {0.5e-3, 0.0}), (std::vector<double>{0.9, 0.9}));  // no slicing
+  for (double turn : {0.0, 0.5e-3, 20e-3}) {
+    const std::vector<double> r = cpu_node_rates(c, {2, 2}, {turn, turn});
+    EXPECT_DOUBLE_EQ(r[0], 0.45) << turn;
+    EXPECT_DOUBLE_EQ(r[1], 0.45) << turn;
+  }
+  // A TP decode pair (turns of 0.5 ms) beside two ranks that never wait: 4 x 0.45 split 0.5 : 6 a rank.
+  const std::vector<double> r = cpu_node_rates(c, {2, 2}, {0.5e-3, 0.0});
+  EXPECT_NEAR(r[0], 4 * 0.45 * 0.5 / 13.0, 1e-12);
+  EXPECT_NEAR(r[1], 4 * 0.45 * 6.0 / 13.0, 1e-12);
+  EXPECT_NEAR(2 * r[0] + 2 * r[1], 4 * 0.45, 1e-12);
+  EXPECT_EQ(cpu_node_rates(c, {2, 2}, {0.5e-3, 30e-3}), r);  // a prefill's long turns end at the slice
+  c.slice_s = 0;                                               // not measured: processor sharing
+  EXPECT_EQ(cpu_node_rates(c, {2, 2}, {0.5e-3, 0.0}), (std::vector<double>{0.45, 0.45}));
+}
+
+// doctor's slice (cpu_probe.h) is the one with which cpu_node_rates reproduces doctor's TP round probe;
+// a pair that kept its even share gives a slice no longer than its own turn (processor sharing).
+TEST(ScheduleSim, DoctorsSliceReproducesItsTpRoundProbe) {
+  CoreSharing c;
+  c.cpus = 2;
+  c.speed = {1.0, 0.87, 0.59, 0.43};
+  const double alone = 0.9e-3, busy = 19e-3, g = alone * c.speed[1];
+  c.slice_s = slice_from_tp_rounds(alone, busy, c.speed);
+  EXPECT_GT(c.slice_s, g);
+  EXPECT_NEAR(g / cpu_node_rates(c, {2, 2}, {g, 0.0})[0], busy, 1e-12);
+  EXPECT_NEAR(slice_from_tp_rounds(alone, g / c.speed[3], c.speed), g, 1e-12);
+  EXPECT_EQ(slice_from_tp_rounds(alone, 0.1 * alone, c.speed), 0.0);
+}
+
+// The same in a simulated run: pp 2 x tp 2 on 2 CPUs, where one stage's decode steps meet the other's
+// prefills. With a slice its stage-0 steps take longer beside stage 1's prefill and its bubble falls; the
+// plans are the same. pp 2 x tp 1 has no TP waits: the slice changes nothing.
+TEST(ScheduleSim, TpDecodeBesidePrefillStretchesOnSharedCpus) {
+  const ModelSpec s = model("cpu-sim-16l.yaml");
+  const SimWorkload w = cpu_workload();
+  ClusterSpec ps = cpu_host({1, 0.9, 0.6, 0.45}), sliced = ps;
+  sliced.gpu.measured.sharing.slice_s = 10e-3;
+  SimLayout pp2, tp2;
+  pp2.pipeline = 2;
+  tp2.pipeline = 2, tp2.tensor = 2;
+  EXPECT_DOUBLE_EQ(simulate_layout(s, ps, w, pp2).elapsed_s, simulate_layout(s, sliced, w, pp2).elapsed_s);
+  const SimResult a = simulate_layout(s, ps, w, tp2), b = simulate_layout(s, sliced, w, tp2);
+  ASSERT_TRUE(a.fits && b.fits) << a.why_not << b.why_not;
+  EXPECT_EQ(a.plans, b.plans);
+  EXPECT_GT(b.stages[0].compute_s + b.stages[0].allreduce_s, 1.05 * (a.stages[0].compute_s + a.stages[0].allreduce_s));
+  EXPECT_LT(b.stages[0].bubble, a.stages[0].bubble);
 }
 
 // `conveyor plan --trace`: the spans a simulated run keeps are its stages' tasks (the stage occupied:
