@@ -381,11 +381,12 @@ double hop_time(MpiCommunicator& comm, GemmBench& gemm, bool cores_taken) {
 // compute without pause meanwhile (a prefill, a TP-less stage); else they wait without spinning. Seconds
 // per round on rank 0, the mean over kSweeps windows of kSharingWindow (a round's cost to a stage is its
 // average, the waits for a CPU included); the pair stops together (a flag rides in the all-reduce).
-double tp_round_time(MPI_Comm node, MPI_Comm pair, GemmBench& gemm, bool cores_taken) {
+// Also the co-runners' mean calls of the sharing probe's matmul per second (0 when idle).
+std::pair<double, double> tp_round_time(MPI_Comm node, MPI_Comm pair, GemmBench& gemm, bool cores_taken) {
   int rank = 0;
   MPI_Comm_rank(node, &rank);
   std::vector<float> act(size_t(kTpRoundRows) * 512, 1.f);  // [rows, hidden 512]
-  double total = 0;
+  double total = 0, co[2] = {0, 0};  // co: calls per second summed over co-runners and windows, windows
   int64_t rounds = 0;
   for (int sweep = 0; sweep < kSweeps; ++sweep) {
     polite_barrier(node);
@@ -403,12 +404,15 @@ double tp_round_time(MPI_Comm node, MPI_Comm pair, GemmBench& gemm, bool cores_t
       }
       total += seconds_since(start);
     } else if (cores_taken) {
-      while (Clock::now() < end + kTpRoundTail) gemm.call(16, 1024, 1024);
+      int calls = 0;
+      while (Clock::now() < end + kTpRoundTail) gemm.call(16, 1024, 1024), ++calls;
+      co[0] += calls / seconds_since(start), co[1] += 1;
     }
   }
-  double mean = rank == 0 ? total / static_cast<double>(rounds) : 0.0;
+  double mean = rank == 0 ? total / static_cast<double>(rounds) : 0.0, all[2] = {0, 0};
   CONVEYOR_MPI_CHECK(MPI_Bcast(&mean, 1, MPI_DOUBLE, 0, node));
-  return mean;
+  CONVEYOR_MPI_CHECK(MPI_Allreduce(co, all, 2, MPI_DOUBLE, MPI_SUM, node));
+  return {mean, all[1] > 0 ? all[0] / all[1] : 0.0};
 }
 
 }  // namespace
@@ -484,9 +488,11 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
   if (size >= 3 && size > cpus) {
     MPI_Comm pair = MPI_COMM_NULL;
     CONVEYOR_MPI_CHECK(MPI_Comm_split(node, rank < 2 ? 0 : 1, rank, &pair));
-    const double alone = tp_round_time(node, pair, gemm, false), busy = tp_round_time(node, pair, gemm, true);
+    const double alone = tp_round_time(node, pair, gemm, false).first;
+    const auto [busy, co_rate] = tp_round_time(node, pair, gemm, true);
     MPI_Comm_free(&pair);
-    tp_round = {{"alone_us", alone * 1e6}, {"busy_us", busy * 1e6},
+    // corunner_speed: what the ranks beside the pair got, against speed[k-1] (they may lose CPU to its waits).
+    tp_round = {{"alone_us", alone * 1e6}, {"busy_us", busy * 1e6}, {"corunner_speed", co_rate / best.front()},
                 {"slice_us", slice_from_tp_rounds(alone, busy, speed) * 1e6}};
   }
   double hop = 0, busy_hop = 0;
@@ -514,7 +520,8 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
     out["tp_round"]["method"] =
         "a TP pair's round: ranks 0 and 1 alternate matmul_ref m = 16, n = 1024, k = 512 with an MPI_Allreduce of "
         "16 x 512 fp32 (the stop flag in it), the other ranks idle (alone_us) or computing without pause (busy_us); "
-        "mean of 3 windows of 0.25 s. slice_us = (k speed[k] busy - 2 g) / (k - 2) with g = alone * speed[2]: the "
+        "mean of 3 windows of 0.25 s; corunner_speed: the others' "
+        "rate of the sharing probe's matmul then over its rate alone. slice_us = (k speed[k] busy - 2 g) / (k - 2) with g = alone * speed[2]: the "
         "time a co-runner keeps a CPU the pair yielded (stages/sim/schedule_sim.cpp, shares)";
   }
   return out;
