@@ -450,11 +450,13 @@ std::vector<double> cpu_node_rates(const CoreSharing& c, const std::vector<int>&
   std::vector<double> rate(ranks.size(), c.at(k));
   if (c.slice_s <= 0 || k <= c.cpus) return rate;
   std::vector<double> turn(ranks.size());
-  double all = 0;
+  double all = 0, shortest = c.slice_s, longest = 0;
   for (size_t i = 0; i < ranks.size(); ++i) {
     turn[i] = turns[i] > 0 ? std::min(turns[i], c.slice_s) : c.slice_s;
     all += ranks[i] * turn[i];
+    if (ranks[i] > 0) shortest = std::min(shortest, turn[i]), longest = std::max(longest, turn[i]);
   }
+  if (shortest == longest) return rate;  // ranks alike: exactly at(k), as without a slice
   for (size_t i = 0; i < ranks.size(); ++i) rate[i] = c.at(k) * k * turn[i] / all;
   return rate;
 }

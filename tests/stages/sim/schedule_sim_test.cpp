@@ -204,8 +204,7 @@ TEST(ScheduleSim, TpRanksThatYieldTheirCpuGetShortTurns) {
   EXPECT_EQ(cpu_node_rates(c, {1, 1}, {0.5e-3, 0.0}), (std::vector<double>{0.9, 0.9}));  // no slicing
   for (double turn : {0.0, 0.5e-3, 20e-3}) {
     const std::vector<double> r = cpu_node_rates(c, {2, 2}, {turn, turn});
-    EXPECT_DOUBLE_EQ(r[0], 0.45) << turn;
-    EXPECT_DOUBLE_EQ(r[1], 0.45) << turn;
+    EXPECT_EQ(r, (std::vector<double>{0.45, 0.45})) << turn;  // exactly: no rate change to reschedule
   }
   // A TP decode pair (turns of 0.5 ms) beside two ranks that never wait: 4 x 0.45 split 0.5 : 6 a rank.
   const std::vector<double> r = cpu_node_rates(c, {2, 2}, {0.5e-3, 0.0});
