@@ -382,7 +382,8 @@ double hop_time(MpiCommunicator& comm, GemmBench& gemm, bool cores_taken) {
 // per round on rank 0, the mean over kSweeps windows of kSharingWindow (a round's cost to a stage is its
 // average, the waits for a CPU included); the pair stops together (a flag rides in the all-reduce).
 // Also the co-runners' mean calls of the sharing probe's matmul per second (0 when idle).
-std::pair<double, double> tp_round_time(MPI_Comm node, MPI_Comm pair, GemmBench& gemm, bool cores_taken) {
+std::pair<double, double> tp_round_time(MPI_Comm node, MPI_Comm pair, GemmBench& gemm, bool cores_taken,
+                                        int co_calls = 0) {
   int rank = 0;
   MPI_Comm_rank(node, &rank);
   std::vector<float> act(size_t(kTpRoundRows) * 512, 1.f);  // [rows, hidden 512]
@@ -403,9 +404,18 @@ std::pair<double, double> tp_round_time(MPI_Comm node, MPI_Comm pair, GemmBench&
         more = act[0] > 0.5f;
       }
       total += seconds_since(start);
-    } else if (cores_taken) {
+    } else if (cores_taken && (co_calls == 0 || rank >= 4)) {
       int calls = 0;
       while (Clock::now() < end + kTpRoundTail) gemm.call(16, 1024, 1024), ++calls;
+      co[0] += calls / seconds_since(start), co[1] += 1;
+    } else if (cores_taken) {  // ranks 2 and 3: a TP pair of co-runners, co_calls matmuls per all-reduce
+      int calls = 0;
+      for (bool more = true; more;) {
+        for (int c = 0; c < co_calls; ++c) gemm.call(16, 1024, 1024), ++calls;
+        act[0] = rank == 2 && Clock::now() < end + kTpRoundTail ? 1.f : 0.f;
+        CONVEYOR_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, act.data(), static_cast<int>(act.size()), MPI_FLOAT, MPI_SUM, pair));
+        more = act[0] > 0.5f;
+      }
       co[0] += calls / seconds_since(start), co[1] += 1;
     }
   }
@@ -490,10 +500,20 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
     CONVEYOR_MPI_CHECK(MPI_Comm_split(node, rank < 2 ? 0 : 1, rank, &pair));
     const double alone = tp_round_time(node, pair, gemm, false).first;
     const auto [busy, co_rate] = tp_round_time(node, pair, gemm, true);
+    // Beside a TP pair of co-runners with turns of 1, 2, ... 32 matmuls: how long such a co-runner keeps a
+    // CPU the pair yielded (its "hold", the slice of slice_from_tp_rounds), as its turns lengthen.
+    nlohmann::json tp_pairs = nlohmann::json::array();
+    if (size >= 4) {
+      for (int co_calls : {1, 2, 4, 8, 16, 32}) {
+        const auto [b, r] = tp_round_time(node, pair, gemm, true, co_calls);
+        tp_pairs.push_back({{"corunner_turn_us", co_calls / best.front() * 1e6}, {"busy_us", b * 1e6},
+                            {"corunner_speed", r / best.front()}, {"hold_us", slice_from_tp_rounds(alone, b, speed) * 1e6}});
+      }
+    }
     MPI_Comm_free(&pair);
     // corunner_speed: what the ranks beside the pair got, against speed[k-1] (they may lose CPU to its waits).
     tp_round = {{"alone_us", alone * 1e6}, {"busy_us", busy * 1e6}, {"corunner_speed", co_rate / best.front()},
-                {"slice_us", slice_from_tp_rounds(alone, busy, speed) * 1e6}};
+                {"slice_us", slice_from_tp_rounds(alone, busy, speed) * 1e6}, {"beside_tp_pairs", tp_pairs}};
   }
   double hop = 0, busy_hop = 0;
   if (size >= 2) {
@@ -516,12 +536,17 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
                          "... computing so that the node's CPUs are all taken (busy_hop_us)"}};
   if (!tp_round.is_null()) {
     out["slice_us"] = tp_round["slice_us"];
+    out["holds"] = nlohmann::json::array();
+    for (const auto& p : tp_round["beside_tp_pairs"])
+      out["holds"].push_back({{"turn_us", p["corunner_turn_us"]}, {"hold_us", p["hold_us"]}});
     out["tp_round"] = tp_round;
     out["tp_round"]["method"] =
         "a TP pair's round: ranks 0 and 1 alternate matmul_ref m = 16, n = 1024, k = 512 with an MPI_Allreduce of "
         "16 x 512 fp32 (the stop flag in it), the other ranks idle (alone_us) or computing without pause (busy_us); "
         "mean of 3 windows of 0.25 s; corunner_speed: the others' "
-        "rate of the sharing probe's matmul then over its rate alone. slice_us = (k speed[k] busy - 2 g) / (k - 2) with g = alone * speed[2]: the "
+        "rate of the sharing probe's matmul then over its rate alone; beside_tp_pairs: ranks 2 and 3 as a TP pair too, "
+        "with turns of 1, 2, 4, ... 32 such matmuls between their all-reduces (corunner_turn_us, solo), and the hold "
+        "that gives (the slice formula). slice_us = (k speed[k] busy - 2 g) / (k - 2) with g = alone * speed[2]: the "
         "time a co-runner keeps a CPU the pair yielded (stages/sim/schedule_sim.cpp, shares)";
   }
   return out;

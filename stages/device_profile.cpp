@@ -78,6 +78,17 @@ GemmBucket fit_gemm_cost(int64_t m, const std::vector<std::array<double, 3>>& pt
   CONVEYOR_THROW("fit_gemm_cost: time does not grow with bytes at m = ", m);
 }
 
+double CoreSharing::hold(double turn) const {
+  if (turn <= 0) return slice_s;
+  if (holds.empty()) return std::min(turn, slice_s);
+  double t0 = 0, h0 = 0;
+  for (const auto& [t1, h1] : holds) {
+    if (turn <= t1) return std::min(slice_s, h0 + (h1 - h0) * (turn - t0) / (t1 - t0));
+    t0 = t1, h0 = h1;
+  }
+  return std::min(slice_s, h0);
+}
+
 double CoreSharing::at(int k) const {
   if (speed.empty() || k <= 1) return speed.empty() ? 1.0 : speed.front();
   const int n = static_cast<int>(speed.size());
@@ -173,6 +184,18 @@ CoreSharing core_sharing(const nlohmann::json& j, const std::string& where) {
                    " must be a number >= 0, got ", j.at(key).dump());
     const std::string k = key;
     (k == "hop_us" ? c.hop_s : k == "busy_hop_us" ? c.busy_hop_s : c.slice_s) = j.at(key).get<double>() * 1e-6;
+  }
+  if (j.contains("holds")) {
+    CONVEYOR_CHECK(j.at("holds").is_array(), where, ": ", path, ".holds must be an array of {turn_us, hold_us}");
+    for (const auto& h : j.at("holds")) {
+      CONVEYOR_CHECK(h.is_object() && h.contains("turn_us") && h.contains("hold_us") && h.at("turn_us").is_number() &&
+                         h.at("hold_us").is_number() && h.at("turn_us").get<double>() > 0 && h.at("hold_us").get<double>() >= 0,
+                     where, ": ", path, ".holds entries must be {turn_us > 0, hold_us >= 0}, got ", h.dump());
+      const double turn = h.at("turn_us").get<double>() * 1e-6;
+      CONVEYOR_CHECK(c.holds.empty() || turn > c.holds.back().first, where, ": ", path,
+                     ".holds must be in ascending turn_us, got ", h.dump());
+      c.holds.emplace_back(turn, h.at("hold_us").get<double>() * 1e-6);
+    }
   }
   return c;
 }

@@ -58,6 +58,12 @@ struct CoreSharing {
   // (MPI's progress loop when oversubscribed) and a co-runner keeps it up to this long: the scheduler's
   // slice as a TP pair meets it (cpu_probe's yield probe). 0: not measured, plain processor sharing.
   double slice_s = 0;
+  // How long a co-runner that is itself a TP rank keeps that CPU, by its own turn (solo seconds of work
+  // between its all-reduces), ascending turns: (turn, hold). Empty: min(turn, slice_s).
+  std::vector<std::pair<double, double>> holds;
+  // hold(turn): interpolated in `holds` from (0, 0), the last hold beyond the last turn, never above
+  // slice_s; turn 0 (no all-reduces): slice_s.
+  double hold(double turn) const;
   bool any() const { return !speed.empty(); }
   // Beyond the measured k, the cores are time-sliced: speed(last) * last / k.
   double at(int k) const;

@@ -118,6 +118,28 @@ TEST(DeviceProfile, OldDoctorJsonMeansIdeal) {
 }
 
 // The CPU backend's doctor (stages/cpu_probe.h): dtype, ceilings, unpadded rows, the sampler, the small
+
+// doctor's TP probe on a CPU host (stages/cpu_probe.h): the slice a rank that never waits keeps a CPU for,
+// and the holds of co-runners that are TP ranks themselves, interpolated by their turn from (0, 0).
+TEST(DeviceProfile, ReadsTheTpHolds) {
+  nlohmann::json j = load("doctor_cpu.json");
+  j["device"]["sharing"]["slice_us"] = 16000;
+  j["device"]["sharing"]["holds"] = {{{"turn_us", 1500}, {"hold_us", 1500}}, {{"turn_us", 6000}, {"hold_us", 5000}},
+                                     {{"turn_us", 12000}, {"hold_us", 8000}}};
+  const CoreSharing c = device_profile_from_json(j, "cpu.json").sharing;
+  EXPECT_DOUBLE_EQ(c.slice_s, 16e-3);
+  ASSERT_EQ(c.holds.size(), 3u);
+  EXPECT_DOUBLE_EQ(c.hold(0), 16e-3);          // no all-reduces: never yields before the slice
+  EXPECT_DOUBLE_EQ(c.hold(0.75e-3), 0.75e-3);  // below the first point, from (0, 0)
+  EXPECT_DOUBLE_EQ(c.hold(9e-3), 6.5e-3);
+  EXPECT_DOUBLE_EQ(c.hold(40e-3), 8e-3);       // beyond the last, its hold
+  CoreSharing plain = c;
+  plain.holds.clear();
+  EXPECT_DOUBLE_EQ(plain.hold(9e-3), 9e-3);  // without holds: min(turn, slice)
+  EXPECT_DOUBLE_EQ(plain.hold(40e-3), 16e-3);
+  j["device"]["sharing"]["holds"][1]["turn_us"] = 1000;
+  EXPECT_NE(error_of(j).find("device.sharing.holds must be in ascending turn_us"), std::string::npos) << error_of(j);
+}
 // ops, the host's work per step and how ranks share the cores, each key named in its error.
 TEST(DeviceProfile, ReadsTheCpuParts) {
   const nlohmann::json good = load("doctor_cpu.json");
