@@ -452,7 +452,7 @@ std::vector<double> cpu_node_rates(const CoreSharing& c, const std::vector<int>&
   std::vector<double> turn(ranks.size());
   double all = 0, shortest = c.slice_s, longest = 0;
   for (size_t i = 0; i < ranks.size(); ++i) {
-    turn[i] = turns[i] > 0 ? std::min(turns[i], c.slice_s) : c.slice_s;
+    turn[i] = c.hold(turns[i]);
     all += ranks[i] * turn[i];
     if (ranks[i] > 0) shortest = std::min(shortest, turn[i]), longest = std::max(longest, turn[i]);
   }

@@ -89,8 +89,9 @@ struct SimResult {
 // group i has ranks[i] ranks, each doing turns[i] solo seconds of work between two of its TP all-reduces
 // (0: no such waits). Up to c.cpus ranks, or without a measured slice, every rank runs at c.at(k) (k
 // ranks in all). Beyond them the CPUs time-slice, and a rank waiting in a TP all-reduce yields its CPU
-// to a co-runner, which keeps it until its own next wait or for c.slice_s: a rank's turn lasts
-// min(turn, slice), and the ranks split the node's k * at(k) in proportion to their turns. Ranks alike
+// to a co-runner, which keeps it until its own next wait or for c.slice_s: a rank keeps a CPU for
+// c.hold(turn) (doctor's measured holds; without them min(turn, slice)), and the ranks split the node's
+// k * at(k) in proportion to their holds. Ranks alike
 // keep at(k); a TP decode step (short turns) beside a prefill or a TP-less stage gets less.
 std::vector<double> cpu_node_rates(const CoreSharing& c, const std::vector<int>& ranks, const std::vector<double>& turns);
 

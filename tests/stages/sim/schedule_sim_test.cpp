@@ -212,6 +212,17 @@ TEST(ScheduleSim, TpRanksThatYieldTheirCpuGetShortTurns) {
   EXPECT_NEAR(r[1], 4 * 0.45 * 6.0 / 13.0, 1e-12);
   EXPECT_NEAR(2 * r[0] + 2 * r[1], 4 * 0.45, 1e-12);
   EXPECT_EQ(cpu_node_rates(c, {2, 2}, {0.5e-3, 30e-3}), r);  // a prefill's long turns end at the slice
+  // doctor's holds: a co-runner that is a TP rank too keeps the CPU for its measured hold, less than its
+  // turn (its own all-reduces hand the CPU back early), the pair's short turns for about themselves.
+  c.slice_s = 16e-3;
+  c.holds = {{1.5e-3, 1.5e-3}, {12e-3, 8e-3}};
+  const double pair = c.hold(0.5e-3), prefill = c.hold(9e-3);
+  EXPECT_DOUBLE_EQ(pair, 0.5e-3);
+  EXPECT_NEAR(prefill, 1.5e-3 + 6.5e-3 * 7.5 / 10.5, 1e-15);
+  const std::vector<double> h = cpu_node_rates(c, {2, 2}, {0.5e-3, 9e-3});
+  EXPECT_NEAR(h[0], 4 * 0.45 * pair / (2 * pair + 2 * prefill), 1e-12);
+  EXPECT_GT(h[0], cpu_node_rates(c, {2, 2}, {0.5e-3, 0.0})[0]);  // a co-runner that never waits holds longer
+  c.holds.clear();
   c.slice_s = 0;                                               // not measured: processor sharing
   EXPECT_EQ(cpu_node_rates(c, {2, 2}, {0.5e-3, 0.0}), (std::vector<double>{0.45, 0.45}));
 }
