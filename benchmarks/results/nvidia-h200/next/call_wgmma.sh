@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Round 6, device call 3 (carry .gpu-deps; a fresh machine): the wgmma prefill kernel with 128-byte-swizzled
-# tiles (call 1's no-swizzle layout read 220 TFLOP/s at 8k against mma.sync's 264), with and without the
-# two warpgroups' ping-pong (CONVEYOR_WGMMA_PINGPONG=1): the attention tests (both prefill kernels against
-# the CPU twin) and attention_bench for each; then, with the fastest kernel that passed
-# (CONVEYOR_PREFILL_ATTENTION / CONVEYOR_WGMMA_PINGPONG), doctor, batch 64 512/256 and the 1,000 prompts.
+# The next GPU round's first call (carry .gpu-deps; a fresh machine; written in round 6, which had no device
+# time left to run it): the wgmma prefill kernel with 128-byte-swizzled tiles and an optional ping-pong of
+# its two warpgroups (CONVEYOR_WGMMA_PINGPONG=1), applied from wgmma_sw128_pingpong.patch (round 6's first
+# version, the tree's, used the no-swizzle layout and read 220 TFLOP/s at 8k against mma.sync's 264 on an
+# H100). With and without the ping-pong: the attention tests (both prefill kernels against the CPU twin)
+# and attention_bench; then, with the fastest kernel that passed (CONVEYOR_PREFILL_ATTENTION /
+# CONVEYOR_WGMMA_PINGPONG), doctor, batch 64 512/256 and the 1,000 prompts while time lasts.
+# If the patched kernel wins and passes, commit the patch (git apply) and make it the automatic choice.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
-r=/tmp/r6c; mkdir -p $r
-save() { tar czf "$OUT/r6c.tgz" -C /tmp r6c; echo "[$(el)] $*"; }
+r=/tmp/wg; mkdir -p $r
+save() { tar czf "$OUT/wg.tgz" -C /tmp wg; echo "[$(el)] $*"; }
+git apply benchmarks/results/nvidia-h200/next/wgmma_sw128_pingpong.patch || { save "patch does not apply"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $r/gpu.txt
 (cmake -S . -B build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCONVEYOR_WERROR=OFF && ninja -C build -j16) > $r/build.log 2>&1 ||
   { grep -B2 -A10 -m5 "error" $r/build.log; save "build FAILED"; exit 1; }
