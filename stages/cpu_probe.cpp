@@ -15,7 +15,6 @@
 #include <numeric>
 #include <tuple>
 #include <random>
-#include <sstream>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -460,6 +459,37 @@ double rate_in_window(Fn&& fn, Clock::time_point start, Clock::time_point end) {
   return calls / std::chrono::duration<double>(last - start).count();
 }
 
+namespace {
+
+// The TP round probe (tp_round_time) of a node where ranks outnumber the CPUs (only there do they
+// time-slice) and a co-runner exists (a third rank); null elsewhere. rate1: the sharing probe's calls per
+// second alone; speed: its speeds by k.
+nlohmann::json tp_round_section(MPI_Comm node, int rank, int size, GemmBench& gemm, double rate1,
+                                const std::vector<double>& speed) {
+  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  if (size < 3 || size <= cpus) return nullptr;
+  MPI_Comm pair = MPI_COMM_NULL;
+  CONVEYOR_MPI_CHECK(MPI_Comm_split(node, rank < 2 ? 0 : 1, rank, &pair));
+  const double alone = tp_round_time(node, pair, gemm, false).first;
+  const auto [busy, co_rate] = tp_round_time(node, pair, gemm, true);
+  // Beside a TP pair of co-runners with turns of 1, 2, ... 32 matmuls: how long such a co-runner keeps a
+  // CPU the pair yielded (its "hold", the slice of slice_from_tp_rounds), as its turns lengthen.
+  nlohmann::json tp_pairs = nlohmann::json::array();
+  if (size >= 4) {
+    for (int co_calls : {1, 2, 4, 8, 16, 32}) {
+      const auto [b, r] = tp_round_time(node, pair, gemm, true, co_calls);
+      tp_pairs.push_back({{"corunner_turn_us", co_calls / rate1 * 1e6}, {"busy_us", b * 1e6},
+                          {"corunner_speed", r / rate1}, {"hold_us", slice_from_tp_rounds(alone, b, speed) * 1e6}});
+    }
+  }
+  MPI_Comm_free(&pair);
+  // corunner_speed: what the ranks beside the pair got, against speed[k-1] (they may lose CPU to its waits).
+  return {{"alone_us", alone * 1e6}, {"busy_us", busy * 1e6}, {"corunner_speed", co_rate / rate1},
+          {"slice_us", slice_from_tp_rounds(alone, busy, speed) * 1e6}, {"beside_tp_pairs", tp_pairs}};
+}
+
+}  // namespace
+
 nlohmann::json measure_core_sharing(MPI_Comm comm) {
   MPI_Comm node = MPI_COMM_NULL;
   CONVEYOR_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
@@ -492,29 +522,7 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
     speed.push_back(best[static_cast<size_t>(r - 1)] / best.front());
     points.push_back({{"ranks", r}, {"calls_per_s", best[static_cast<size_t>(r - 1)]}});
   }
-  // Only where ranks outnumber the CPUs do they time-slice, and a co-runner needs a third rank.
-  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
-  nlohmann::json tp_round;
-  if (size >= 3 && size > cpus) {
-    MPI_Comm pair = MPI_COMM_NULL;
-    CONVEYOR_MPI_CHECK(MPI_Comm_split(node, rank < 2 ? 0 : 1, rank, &pair));
-    const double alone = tp_round_time(node, pair, gemm, false).first;
-    const auto [busy, co_rate] = tp_round_time(node, pair, gemm, true);
-    // Beside a TP pair of co-runners with turns of 1, 2, ... 32 matmuls: how long such a co-runner keeps a
-    // CPU the pair yielded (its "hold", the slice of slice_from_tp_rounds), as its turns lengthen.
-    nlohmann::json tp_pairs = nlohmann::json::array();
-    if (size >= 4) {
-      for (int co_calls : {1, 2, 4, 8, 16, 32}) {
-        const auto [b, r] = tp_round_time(node, pair, gemm, true, co_calls);
-        tp_pairs.push_back({{"corunner_turn_us", co_calls / best.front() * 1e6}, {"busy_us", b * 1e6},
-                            {"corunner_speed", r / best.front()}, {"hold_us", slice_from_tp_rounds(alone, b, speed) * 1e6}});
-      }
-    }
-    MPI_Comm_free(&pair);
-    // corunner_speed: what the ranks beside the pair got, against speed[k-1] (they may lose CPU to its waits).
-    tp_round = {{"alone_us", alone * 1e6}, {"busy_us", busy * 1e6}, {"corunner_speed", co_rate / best.front()},
-                {"slice_us", slice_from_tp_rounds(alone, busy, speed) * 1e6}, {"beside_tp_pairs", tp_pairs}};
-  }
+  const nlohmann::json tp_round = tp_round_section(node, rank, size, gemm, best.front(), speed);
   double hop = 0, busy_hop = 0;
   if (size >= 2) {
     MpiCommunicator hops(node, "doctor hop probe");  // takes node
@@ -562,53 +570,6 @@ nlohmann::json measure_cpu_host(MPI_Comm comm) {
   nlohmann::json sharing = measure_core_sharing(comm);
   if (rank == 0) device["sharing"] = std::move(sharing);
   return device;
-}
-
-std::string format_cpu_device(const nlohmann::json& d) {
-  if (d.is_null()) return "";
-  std::ostringstream os;
-  char line[256];
-  os << "device ceilings (CPU, fp32, " << d.value("threads", 0) << " thread(s) per rank; for conveyor plan --doctor-json):\n";
-  for (const auto& b : d.at("gemm_decode").at("buckets")) {
-    std::snprintf(line, sizeof(line), "  matmul m=%-3lld %7.1f us + bytes / %6.1f GB/s + %5.0f ns per output\n",
-                  b.at("m").get<long long>(), b.at("fixed_us").get<double>(), b.at("bandwidth_gbps").get<double>(),
-                  b.value("row_ns", 0.0));
-    os << line;
-  }
-  std::snprintf(line, sizeof(line), "  matmul prefill   %6.1f GFLOP/s; triad %.1f GB/s\n",
-                1e3 * d.at("gemm_prefill").at("tflops").get<double>(), d.at("bandwidth_gbps").get<double>());
-  os << line;
-  const auto& a = d.at("attention_decode");
-  std::snprintf(line, sizeof(line), "  decode attention %7.1f us + KV bytes / %6.1f GB/s; prefill attention %.1f GFLOP/s\n",
-                a.at("fixed_us").get<double>(), a.at("bandwidth_gbps").get<double>(),
-                1e3 * d.at("attention_prefill").at("tflops").get<double>());
-  os << line;
-  const auto& s = d.at("sampling");
-  std::snprintf(line, sizeof(line), "  greedy sampling  %7.1f us + logit bytes / %6.1f GB/s per row\n",
-                s.at("fixed_us").get<double>(), s.at("bandwidth_gbps").get<double>());
-  os << line;
-  const auto& o = d.at("small_ops");
-  std::snprintf(line, sizeof(line), "  small ops        %7.2f us + bytes / %6.1f GB/s\n", o.at("fixed_us").get<double>(),
-                o.at("bandwidth_gbps").get<double>());
-  os << line;
-  std::snprintf(line, sizeof(line), "  host work per step %6.1f us\n", d.at("step_overhead").at("us").get<double>());
-  os << line;
-  if (d.contains("sharing")) {
-    os << "  a rank's speed while k ranks of this node compute:";
-    int k = 1;
-    for (const auto& v : d.at("sharing").at("speed")) {
-      std::snprintf(line, sizeof(line), " k=%d %.2f", k++, v.get<double>());
-      os << line;
-    }
-    os << " (" << d.at("sharing").at("cpus").get<int>() << " CPUs)\n";
-    if (d.at("sharing").contains("tp_round")) {
-      const auto& t = d.at("sharing").at("tp_round");
-      std::snprintf(line, sizeof(line), "  a TP pair's round %6.0f us alone, %6.0f us beside ranks computing (slice %.0f us)\n",
-                    t.at("alone_us").get<double>(), t.at("busy_us").get<double>(), t.at("slice_us").get<double>());
-      os << line;
-    }
-  }
-  return os.str();
 }
 
 }  // namespace conveyor
