@@ -374,6 +374,16 @@ double hop_time(MpiCommunicator& comm, GemmBench& gemm, bool cores_taken) {
   return mean;
 }
 
+// After a barrier of the node, a start instant every rank of it shares: the node's ranks share one steady
+// clock, and rank 0's now, a little ahead, is everyone's.
+Clock::time_point shared_start(MPI_Comm node) {
+  polite_barrier(node);
+  int64_t start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         (Clock::now() + std::chrono::milliseconds(20)).time_since_epoch()).count();
+  CONVEYOR_MPI_CHECK(MPI_Bcast(&start_ns, 1, MPI_INT64_T, 0, node));
+  return Clock::time_point{std::chrono::nanoseconds(start_ns)};
+}
+
 // A TP pair's round as a TP stage's layers live it: ranks 0 and 1 of the node alternate a decode-sized
 // matmul with an all-reduce of a decode step's activations (MPI_Allreduce, as the CPU backend's TP group
 // calls it: under mpirun --oversubscribe its wait yields the CPU). With `cores_taken` ranks 2, 3, ...
@@ -389,11 +399,7 @@ std::pair<double, double> tp_round_time(MPI_Comm node, MPI_Comm pair, GemmBench&
   double total = 0, co[2] = {0, 0};  // co: calls per second summed over co-runners and windows, windows
   int64_t rounds = 0;
   for (int sweep = 0; sweep < kSweeps; ++sweep) {
-    polite_barrier(node);
-    int64_t start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           (Clock::now() + std::chrono::milliseconds(20)).time_since_epoch()).count();
-    CONVEYOR_MPI_CHECK(MPI_Bcast(&start_ns, 1, MPI_INT64_T, 0, node));
-    const Clock::time_point start{std::chrono::nanoseconds(start_ns)}, end = start + kSharingWindow;
+    const Clock::time_point start = shared_start(node), end = start + kSharingWindow;
     std::this_thread::sleep_until(start);
     if (rank < 2) {
       for (bool more = true; more; ++rounds) {
@@ -502,12 +508,7 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
   std::vector<double> best(static_cast<size_t>(size), 0.0);
   for (int sweep = 0; sweep < kSweeps; ++sweep) {
     for (int ranks = 1; ranks <= size; ++ranks) {
-      polite_barrier(node);
-      // The node's ranks share one steady clock: rank 0's start, a little ahead, is everyone's.
-      int64_t start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             (Clock::now() + std::chrono::milliseconds(20)).time_since_epoch()).count();
-      CONVEYOR_MPI_CHECK(MPI_Bcast(&start_ns, 1, MPI_INT64_T, 0, node));
-      const Clock::time_point start{std::chrono::nanoseconds(start_ns)};
+      const Clock::time_point start = shared_start(node);
       double rate = rank < ranks ? rate_in_window(call, start, start + kSharingWindow) : 0.0;
       std::vector<double> all(static_cast<size_t>(size));
       polite_barrier(node);

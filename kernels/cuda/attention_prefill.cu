@@ -296,8 +296,8 @@ PrefillAttentionKernel forced() {
 }
 int g_wgmma = -1;  // wgmma_prefill_built() once asked outside a capture; -1 not yet
 
-// Whether this launch takes the wgmma kernel. The first answer comes from a synchronous query, which a
-// stream capture forbids: a launch captured before any other takes mma.sync (correct, slower).
+// Whether this launch takes the wgmma kernel (only when asked for). Whether the device runs it comes from
+// a synchronous query, which a stream capture forbids: a launch captured before any other takes mma.sync.
 bool use_wgmma(cudaStream_t s) {
   // The automatic choice is mma.sync until the wgmma kernel beats it (round 6 on an H100: 220 against 264
   // TFLOP/s at 8k with no-swizzle tiles); CONVEYOR_PREFILL_ATTENTION=wgmma takes it.
@@ -308,10 +308,9 @@ bool use_wgmma(cudaStream_t s) {
     if (st != cudaStreamCaptureStatusNone) return false;
     g_wgmma = wgmma_prefill_built() ? 1 : 0;
   }
-  CONVEYOR_CHECK(g_wgmma == 1 || g_forced != PrefillAttentionKernel::kWgmma,
-                 "prefill attention: the wgmma kernel was asked for, but this GPU or build has no sm_90a code "
-                 "(it needs an sm_90 GPU and CMAKE_CUDA_ARCHITECTURES with 90a)");
-  return g_wgmma == 1;
+  CONVEYOR_CHECK(g_wgmma == 1, "prefill attention: the wgmma kernel was asked for, but this GPU or build has no "
+                 "sm_90a code (it needs an sm_90 GPU and CMAKE_CUDA_ARCHITECTURES with 90a)");
+  return true;
 }
 
 }  // namespace

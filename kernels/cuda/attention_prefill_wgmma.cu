@@ -1,5 +1,5 @@
 // Prefill-chunk attention on Hopper's warpgroup MMA (wgmma, sm_90a), the same contract as the mma.sync
-// kernel of attention_prefill.cu (which serves every other GPU and build). One CTA: 128 query rows of one
+// kernel of attention_prefill.cu (the runtime's choice; this one runs where asked for). One CTA: 128 query rows of one
 // sequence and one query head, two warpgroups of 64 rows. Q, K and V tiles sit in shared memory in the
 // canonical no-swizzle layout (core matrices of 8 rows x 16 bytes, 128 contiguous bytes each), so
 // S = Q K^T reads both operands straight from shared memory, and O += P V takes P from registers (the S
