@@ -136,11 +136,12 @@ __device__ __forceinline__ void scale_mask(float (&s)[kKeys / 8][4], const RowRa
     }
 }
 
-// Online softmax over one tile for one m-tile: new row maxima (shared by the 4 lanes of a row), rescale
-// of O and of the partial sums, and s turned into probabilities.
-template <int D>
-__device__ __forceinline__ void softmax_update(float (&s)[kKeys / 8][4], float (&o)[D / 8][4], float (&m)[2],
-                                               float (&l)[2]) {
+// The online softmax's first half over one tile for one m-tile: new row maxima (shared by the 4 lanes of a
+// row), s turned into probabilities, the partial sums rescaled and extended; alpha: the factor by which the
+// rows' earlier O must be scaled (softmax_rescale). Split from it so that a product still writing O can run
+// while this half does.
+__device__ __forceinline__ void softmax_probs(float (&s)[kKeys / 8][4], float (&m)[2], float (&l)[2],
+                                              float (&alpha)[2]) {
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     float mx = m[i];
@@ -149,14 +150,9 @@ __device__ __forceinline__ void softmax_update(float (&s)[kKeys / 8][4], float (
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const float safe = mx == kNegInf ? 0.f : mx;  // nothing visible yet: keep everything at zero
-    const float alpha = exp2f(m[i] - safe);
+    alpha[i] = exp2f(m[i] - safe);
     m[i] = mx;
-    l[i] *= alpha;
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      o[n][2 * i] *= alpha;
-      o[n][2 * i + 1] *= alpha;
-    }
+    l[i] *= alpha[i];
 #pragma unroll
     for (int n = 0; n < kKeys / 8; ++n) {
       s[n][2 * i] = exp2f(s[n][2 * i] - safe);
@@ -164,6 +160,26 @@ __device__ __forceinline__ void softmax_update(float (&s)[kKeys / 8][4], float (
       l[i] += s[n][2 * i] + s[n][2 * i + 1];
     }
   }
+}
+
+template <int D>
+__device__ __forceinline__ void softmax_rescale(float (&o)[D / 8][4], const float (&alpha)[2]) {
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) {
+    o[n][0] *= alpha[0];
+    o[n][1] *= alpha[0];
+    o[n][2] *= alpha[1];
+    o[n][3] *= alpha[1];
+  }
+}
+
+// Online softmax over one tile for one m-tile: both halves.
+template <int D>
+__device__ __forceinline__ void softmax_update(float (&s)[kKeys / 8][4], float (&o)[D / 8][4], float (&m)[2],
+                                               float (&l)[2]) {
+  float alpha[2];
+  softmax_probs(s, m, l, alpha);
+  softmax_rescale<D>(o, alpha);
 }
 
 // Writes one m16 tile's rows (g and g + 8 of the warp's 16 rows from row `first`): O over the row sums

@@ -1,15 +1,17 @@
 // Prefill-chunk attention on Hopper's warpgroup MMA (wgmma, sm_90a), the same contract as the mma.sync
-// kernel of attention_prefill.cu (the runtime's choice; this one runs where asked for). One CTA: 128 query rows of one
-// sequence and one query head, two warpgroups of 64 rows. Q, K and V tiles sit in shared memory in the
-// canonical no-swizzle layout (core matrices of 8 rows x 16 bytes, 128 contiguous bytes each), so
-// S = Q K^T reads both operands straight from shared memory, and O += P V takes P from registers (the S
-// accumulators, packed to 16 bits) and V from shared memory as an MN-major operand; nothing goes through
-// ldmatrix. K/V tiles of 64 positions travel by cp.async into three buffers, two tiles ahead of the one
-// computed (one barrier per tile); the block-table entries a tile further. Masks, the online softmax and
-// the output are attention_prefill_tile.cuh's.
+// kernel of attention_prefill.cu (the runtime's choice; this one runs where asked for). One CTA: 128 query
+// rows of one sequence and one query head, two warpgroups of 64 rows. Q, K and V tiles sit in shared memory
+// in wgmma's 128-byte-swizzled layout, so S = Q K^T reads both operands straight from shared memory, and
+// O += P V takes P from registers (the S accumulators, packed to 16 bits) and V from shared memory as an
+// MN-major operand; nothing goes through ldmatrix. K/V tiles of 64 positions travel by cp.async into four
+// buffers, two tiles ahead of the one computed (one barrier per tile); the block-table entries further
+// ahead. How products and softmax interleave is a Schedule (CONVEYOR_WGMMA_SCHEDULE). Masks, the online
+// softmax and the output are attention_prefill_tile.cuh's.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "kernels/cuda/attention_device.cuh"
@@ -30,7 +32,19 @@ constexpr int kGroups = 2;                 // warpgroups per CTA
 constexpr int kGroupRows = 64;             // query rows per warpgroup (wgmma's M)
 constexpr int kRows = kGroups * kGroupRows;
 constexpr int kThreads = 128 * kGroups;
-constexpr int kStages = 3;                 // K/V tile buffers (two tiles travel while one computes)
+constexpr int kStages = 4;                 // K/V tile buffers: two tiles travel while one computes (and kOverlap's
+                                           // previous tile's V is still read)
+constexpr int kAhead = 2;                  // tiles loaded ahead of the one computed
+
+// How the warpgroups order their products and softmax (CONVEYOR_WGMMA_SCHEDULE; raced by attention_bench):
+// kSync: each product waited for where it ends (an O += P V left running into a softmax that rescales O
+//   makes ptxas serialize every wgmma);
+// kPingPong: kSync, the two warpgroups staggered by named barriers 1 and 2 so each one's product runs
+//   beside the other's softmax;
+// kOverlap: a warpgroup issues tile j's S = Q K^T and tile j - 1's O += P V together, runs tile j's
+//   softmax while O += P V runs, and waits for it only to rescale O (four K/V stages: tile j - 1's V is
+//   still read while tile j + 2 loads).
+enum Schedule { kSync = 0, kPingPong = 1, kOverlap = 2 };
 
 // Set by the device code the driver loaded: 1 when it is the wgmma build (sm_90a), so the host knows
 // whether this kernel exists on the current GPU.
@@ -41,24 +55,30 @@ __device__ int g_wgmma_built = 0;
 #endif
 
 #if defined(CONVEYOR_WGMMA)  // the device code of the sm_90a build
-// A shared-memory matrix descriptor, no swizzle: start address, LBO (the next core matrix along K) and
-// SBO (the next one along M or N), each in 16-byte units.
+// A shared-memory matrix descriptor for the 128-byte swizzle: start address, LBO and SBO in 16-byte units.
+// K-major operands (Q, K): SBO the next 8 rows (1,024 bytes), LBO unused. MN-major (V): LBO the next 64
+// columns (a half), SBO the next 8 rows.
 __device__ __forceinline__ uint64_t smem_desc(const void* p, uint32_t lbo, uint32_t sbo) {
   const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
-         (static_cast<uint64_t>(sbo >> 4) << 32);
+         (static_cast<uint64_t>(sbo >> 4) << 32) | (1ull << 62);
 }
 
-// The canonical tile layout of rows x D 16-bit elements: 16-byte piece c of row r at
-// ((r / 8) * (D / 8) + c) * 128 + (r % 8) * 16 bytes. Piece index i = that offset / 16, so consecutive
-// threads write consecutive 16-byte pieces (no bank conflicts): row (i / D) * 8 + i % 8, piece (i / 8) % (D / 8).
-template <int D>
-struct Canonical {
-  static __device__ __forceinline__ int row(int i) { return (i / D) * 8 + i % 8; }
-  static __device__ __forceinline__ int col(int i) { return ((i / 8) % (D / 8)) * 8; }
-  static constexpr uint32_t kRowGroupBytes = D * 16;  // 8 rows
+// The 128-byte-swizzled layout of an R x D tile of 16-bit elements (wgmma's canonical SW128 layout; the
+// same bytes serve as a K-major operand for Q and K and an MN-major one for V): the D columns in halves of
+// 64 (128 bytes), each half R rows of 128 bytes, 16-byte chunk c of row r at chunk position c ^ (r % 8)
+// (8-row atoms of 1,024 bytes; tiles start on a 1,024-byte boundary). Piece i (16 bytes) of a tile is
+// chunk i % 8 of row (i / 8) % R in half i / (8 R), so 8 consecutive threads fill one 128-byte row.
+template <int R>
+struct Swizzled {
+  static __device__ __forceinline__ int row(int i) { return (i / 8) % R; }
+  static __device__ __forceinline__ int col(int i) { return (i / (8 * R)) * 64 + (i % 8) * 8; }
+  static __device__ __forceinline__ int offset(int i) {  // in elements
+    const int r = row(i);
+    return (i / (8 * R)) * (R * 64) + r * 64 + ((i % 8) ^ (r % 8)) * 8;
+  }
 };
-constexpr int kCore = 64;  // elements of one core matrix (8 rows x 16 bytes)
+constexpr uint32_t kAtomBytes = 1024;  // 8 rows of 128 bytes
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -131,19 +151,20 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[D / 8][4], const uint32_t (&
 }
 
 // Starts loading one K or V tile (kKeys positions at the pool offsets rows[], zeros where -1) into dst in
-// the canonical layout: a 16-bit cache by cp.async (the caller commits), an FP8 one converted through registers.
+// the swizzled layout: a 16-bit cache by cp.async (the caller commits), an FP8 one converted through registers.
 template <typename T, typename KV, int D>
 __device__ __forceinline__ void load_kv_tile(uint16_t* dst, const KV* cache, const long long* rows, int kvh) {
   const KV* head = cache + static_cast<long long>(kvh) * D;
 #pragma unroll
   for (int j = 0; j < kKeys * D / 8 / kThreads; ++j) {
     const int i = j * kThreads + static_cast<int>(threadIdx.x);
-    const long long row = rows[Canonical<D>::row(i)];
-    const KV* src = head + Canonical<D>::col(i) + (row >= 0 ? row : 0);
+    const long long row = rows[Swizzled<kKeys>::row(i)];
+    const KV* src = head + Swizzled<kKeys>::col(i) + (row >= 0 ? row : 0);
+    uint16_t* d = dst + Swizzled<kKeys>::offset(i);
     if constexpr (sizeof(KV) == 2) {
-      cp_async16(dst + i * 8, src, row >= 0);
+      cp_async16(d, src, row >= 0);
     } else {
-      *reinterpret_cast<uint4*>(dst + i * 8) = row >= 0 ? load8_as<T>(src) : make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(d) = row >= 0 ? load8_as<T>(src) : make_uint4(0, 0, 0, 0);
     }
   }
 }
@@ -156,10 +177,10 @@ __device__ __forceinline__ void load_q(uint16_t* q_s, const PagedAttentionArgs& 
 #pragma unroll
   for (int j = 0; j < kRows * D / 8 / kThreads; ++j) {
     const int i = j * kThreads + static_cast<int>(threadIdx.x);
-    const int r = Canonical<D>::row(i);
+    const int r = Swizzled<kRows>::row(i);
     const bool ok = row0 + r < qlen;
-    const long long off = ok ? (static_cast<long long>(q0 + row0 + r) * a.n_heads + head) * D + Canonical<D>::col(i) : 0;
-    cp_async16(q_s + i * 8, qp + off, ok);
+    const long long off = ok ? (static_cast<long long>(q0 + row0 + r) * a.n_heads + head) * D + Swizzled<kRows>::col(i) : 0;
+    cp_async16(q_s + Swizzled<kRows>::offset(i), qp + off, ok);
   }
 }
 
@@ -177,32 +198,41 @@ __device__ __forceinline__ int2 group_range(const RowRanges<1>& r) {
   return make_int2(range_s[group][0], range_s[group][1]);
 }
 
-// One tile for a warpgroup whose rows it touches: S = Q K^T from shared memory, masks and the online
-// softmax in registers, O += P V. Each product is waited for where it ends: an O += P V left running into
-// the next tile makes ptxas serialize every wgmma (it sees the softmax rescale define the accumulators);
-// the two warpgroups overlap each other's softmax and products instead.
+// Issues S = Q K^T of the warpgroup's 64 rows (q_g: its first row in Q's first half) and the tile's keys,
+// both operands from shared memory (head dims 16 kk .. + 16: half kk / 4, 32 bytes further per step).
 template <typename T, int D>
-__device__ __forceinline__ void attend_tile(float (&o)[D / 8][4], float (&m)[2], float (&l)[2], const uint16_t* q_g,
-                                            const uint16_t* k_s, const uint16_t* v_s, const RowRanges<1>& r, int k0,
-                                            float scale_log2) {
-  constexpr uint32_t kGroupBytes = Canonical<D>::kRowGroupBytes;
-  float s[kKeys / 8][4];  // the first k-step overwrites (accumulate 0)
-  wgmma_fence();
+__device__ __forceinline__ void issue_scores(float (&s)[kKeys / 8][4], const uint16_t* q_g, const uint16_t* k_s) {
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {  // head dims 16 kk .. + 16: two core matrices along K
-    wgmma_ss_n64<T>(s, smem_desc(q_g + kk * 2 * kCore, 128, kGroupBytes),
-                    smem_desc(k_s + kk * 2 * kCore, 128, kGroupBytes), kk);
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const int col = (kk % 4) * 16;
+    wgmma_ss_n64<T>(s, smem_desc(q_g + (kk / 4) * kRows * 64 + col, 16, kAtomBytes),
+                    smem_desc(k_s + (kk / 4) * kKeys * 64 + col, 16, kAtomBytes), kk);
   }
   wgmma_commit();
-  wgmma_wait<0>();
-  fence_regs<kKeys / 8>(s);
+}
+
+// Issues O += P V, V an MN-major operand from shared memory (keys 16 kk .. + 16: two 8-row atoms further).
+template <typename T, int D>
+__device__ __forceinline__ void issue_pv(float (&o)[D / 8][4], const uint32_t (&p)[kKeys / 16][4], const uint16_t* v_s) {
+#pragma unroll
+  for (int kk = 0; kk < kKeys / 16; ++kk) {
+    wgmma_rs<T, D>(o, p[kk], smem_desc(v_s + kk * 16 * 64, kKeys * 128, kAtomBytes));
+  }
+  wgmma_commit();
+}
+
+// Masks the scores (kMask where some row of the warp does not see the whole tile) in log2 units.
+__device__ __forceinline__ void group_mask(float (&s)[kKeys / 8][4], const RowRanges<1>& r, int k0, float scale_log2) {
   if (k0 >= r.whole_first && k0 + kKeys - 1 <= r.whole_last) {  // uniform over the warp
     scale_mask<false>(s, r, 0, k0, scale_log2);
   } else {
     scale_mask<true>(s, r, 0, k0, scale_log2);
   }
-  softmax_update<D>(s, o, m, l);
-  uint32_t p[kKeys / 16][4];  // P as the A fragments of the four k-steps over the tile's keys
+}
+
+// P packed as the A fragments of the four k-steps over the tile's keys.
+template <typename T>
+__device__ __forceinline__ void pack_p(const float (&s)[kKeys / 8][4], uint32_t (&p)[kKeys / 16][4]) {
 #pragma unroll
   for (int kk = 0; kk < kKeys / 16; ++kk) {
     p[kk][0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
@@ -210,29 +240,101 @@ __device__ __forceinline__ void attend_tile(float (&o)[D / 8][4], float (&m)[2],
     p[kk][2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
     p[kk][3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
   }
-  wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < kKeys / 16; ++kk) {  // keys 16 kk .. + 16: two core matrices along K (V is MN-major)
-    wgmma_rs<T, D>(o, p[kk], smem_desc(v_s + kk * 2 * (kGroupBytes / 2), kGroupBytes, 128));
+}
+
+// Named barriers of the two warpgroups (ids 1 and 2; 0 is __syncthreads): a warpgroup that syncs waits
+// for the other's arrive.
+__device__ __forceinline__ void group_sync(int id) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(kThreads) : "memory"); }
+__device__ __forceinline__ void group_arrive(int id) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "n"(kThreads) : "memory");
+}
+
+// One tile for one warpgroup under kSync or kPingPong (`touch`: the tile touches its rows; a warpgroup that
+// does not still keeps the ping-pong's barriers). The ping-pong: warpgroup 0: S, arrive 1, softmax,
+// sync 2, PV, arrive 1; warpgroup 1: sync 1, S, arrive 2, softmax, sync 1, PV.
+template <typename T, int D, int kSchedule>
+__device__ __forceinline__ void attend_tile(bool touch, float (&o)[D / 8][4], float (&m)[2], float (&l)[2],
+                                            const uint16_t* q_g, const uint16_t* k_s, const uint16_t* v_s,
+                                            const RowRanges<1>& r, int k0, float scale_log2) {
+  constexpr bool kPing = kSchedule == kPingPong;
+  const bool second = threadIdx.x >= 128;
+  float s[kKeys / 8][4];  // the first k-step overwrites (accumulate 0)
+  uint32_t p[kKeys / 16][4];
+  if (kPing && second) group_sync(1);
+  if (touch) {
+    wgmma_fence();
+    issue_scores<T, D>(s, q_g, k_s);
+    wgmma_wait<0>();
+    fence_regs<kKeys / 8>(s);
   }
-  wgmma_commit();
+  if (kPing) group_arrive(second ? 2 : 1);
+  if (touch) {
+    group_mask(s, r, k0, scale_log2);
+    softmax_update<D>(s, o, m, l);
+    pack_p<T>(s, p);
+  }
+  if (kPing) group_sync(second ? 1 : 2);
+  if (touch) {
+    wgmma_fence();
+    issue_pv<T, D>(o, p, v_s);
+    wgmma_wait<0>();
+    fence_regs<D / 8>(o);
+  }
+  if (kPing && !second) group_arrive(1);
+}
+
+// kOverlap's state between tiles: P of the tile before and that tile's V, whose O += P V is issued beside
+// the next tile's S = Q K^T. The first tile's "tile before" is P = 0 over its own V (adds exactly zero), and
+// a warpgroup computes every tile of the CTA's range (one its rows do not see masks to P = 0): a branch
+// around a wgmma, or a wait that depends on data, makes ptxas serialize them all (C7520).
+struct PendingPv {
+  uint32_t p[kKeys / 16][4];
+  const uint16_t* v;
+};
+
+template <typename T, int D>
+__device__ __forceinline__ void finish_pv(float (&o)[D / 8][4], const PendingPv& pend) {
+  wgmma_fence();
+  issue_pv<T, D>(o, pend.p, pend.v);
   wgmma_wait<0>();
   fence_regs<D / 8>(o);
+}
+
+template <typename T, int D>
+__device__ __forceinline__ void attend_tile_overlap(PendingPv& pend, float (&o)[D / 8][4], float (&m)[2],
+                                                    float (&l)[2], const uint16_t* q_g, const uint16_t* k_s,
+                                                    const uint16_t* v_s, const RowRanges<1>& r, int k0,
+                                                    float scale_log2) {
+  float s[kKeys / 8][4];
+  wgmma_fence();
+  issue_scores<T, D>(s, q_g, k_s);
+  issue_pv<T, D>(o, pend.p, pend.v);
+  wgmma_wait<1>();  // S; O += P V may still run
+  fence_regs<kKeys / 8>(s);
+  scale_mask<true>(s, r, 0, k0, scale_log2);
+  float alpha[2];
+  softmax_probs(s, m, l, alpha);
+  wgmma_wait<0>();
+  fence_regs<D / 8>(o);
+  softmax_rescale<D>(o, alpha);
+  pack_p<T>(s, pend.p);
+  pend.v = v_s;
 }
 #endif  // CONVEYOR_WGMMA
 
 template <int D>
-constexpr int smem_bytes() {
-  return (kRows + 2 * kStages * kKeys) * D * static_cast<int>(sizeof(uint16_t));  // Q, then K and V per stage
+constexpr int smem_bytes() {  // Q, then K and V per stage, and room to start on a 1,024-byte boundary
+  return (kRows + 2 * kStages * kKeys) * D * static_cast<int>(sizeof(uint16_t)) + 1024;
 }
 
-template <typename T, typename KV, int D>
+template <typename T, typename KV, int D, int kSchedule>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttentionArgs a) {
 #if defined(CONVEYOR_WGMMA)
   constexpr int kTile = kKeys * D;
-  extern __shared__ __align__(128) uint16_t smem[];  // Q, then (K, V) of stage 0, 1, 2
-  uint16_t* q_s = smem;
-  uint16_t* kv_s = smem + kRows * D;
+  extern __shared__ __align__(1024) uint16_t smem[];  // Q, then (K, V) of each stage
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  uint16_t* q_s = smem + ((base + 1023) / 1024 * 1024 - base) / 2;  // the swizzle atoms' alignment
+  uint16_t* kv_s = q_s + kRows * D;
 
   CtaTile c;
   if (!c.locate(a, kRows)) return;
@@ -250,8 +352,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
   const int32_t* table = a.block_tables + static_cast<long long>(seq) * a.max_blocks;
   const KV* kc = static_cast<const KV*>(a.k_cache);
   const KV* vc = static_cast<const KV*>(a.v_cache);
-  // Tile j lands in stage j % 3, two tiles ahead of the one computed; the pool offsets of its positions
-  // sit in rows_s[j % 3], read from the block table three tiles ahead.
+  // Tile j lands in stage j % kStages, kAhead tiles ahead of the one computed; the pool offsets of its
+  // positions sit in rows_s[j % kStages], read from the block table kStages tiles ahead.
   __shared__ long long rows_s[kStages][kKeys];
   const int t = threadIdx.x;
   auto load = [&](int j) {  // starts tile j's copies (an empty group past the range) and commits
@@ -271,21 +373,29 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
     }
   }
   __syncthreads();
-  load(0);  // with Q
-  load(1);
+  for (int j = 0; j < kAhead; ++j) load(j);  // the first with Q
+  PendingPv pend;  // kOverlap: nothing before the first tile
+#pragma unroll
+  for (int kk = 0; kk < kKeys / 16; ++kk) pend.p[kk][0] = pend.p[kk][1] = pend.p[kk][2] = pend.p[kk][3] = 0u;
+  pend.v = kv_s + kTile;
   for (int k0 = r.cta_first, j = 0; k0 <= r.cta_last; k0 += kKeys, ++j) {
-    cp_async_wait<1>();  // tile j (and the first time Q) has landed for this thread; tile j + 1 may travel
+    cp_async_wait<kAhead - 1>();  // tile j (and the first time Q) has landed for this thread
     fence_async_smem();
-    __syncthreads();  // ... for every thread, and every warpgroup is done with tile j - 1's stage
-    load(j + 2);
-    const int p3 = k0 + 3 * kKeys + t;  // tile j + 3: its table entry travels while this tile computes
-    const int entry = t < kKeys ? table_entry(table, a, p3, r.cta_last) : -1;
-    if (k0 <= gr.y && k0 + kKeys - 1 >= gr.x) {  // uniform over the warpgroup
-      const uint16_t* k_s = kv_s + 2 * (j % kStages) * kTile;
-      attend_tile<T, D>(o, m, l, q_s + group * kGroupRows * D, k_s, k_s + kTile, r, k0, a.scale_log2);
+    __syncthreads();  // ... for every thread, and every warpgroup is done with the stage tile j + kAhead takes
+    load(j + kAhead);
+    const int pn = k0 + kStages * kKeys + t;  // tile j + kStages: its table entry travels while this tile computes
+    const int entry = t < kKeys ? table_entry(table, a, pn, r.cta_last) : -1;
+    const bool touch = k0 <= gr.y && k0 + kKeys - 1 >= gr.x;  // uniform over the warpgroup
+    const uint16_t* k_s = kv_s + 2 * (j % kStages) * kTile;
+    const uint16_t* q_g = q_s + group * kGroupRows * 64;
+    if constexpr (kSchedule == kOverlap) {
+      attend_tile_overlap<T, D>(pend, o, m, l, q_g, k_s, k_s + kTile, r, k0, a.scale_log2);
+    } else {
+      attend_tile<T, D, kSchedule>(touch, o, m, l, q_g, k_s, k_s + kTile, r, k0, a.scale_log2);
     }
-    if (t < kKeys) rows_s[j % kStages][t] = row_offset(a, entry, p3, D);  // tile j's offsets are used up
+    if (t < kKeys) rows_s[j % kStages][t] = row_offset(a, entry, pn, D);  // tile j's offsets are used up
   }
+  if constexpr (kSchedule == kOverlap) finish_pv<T, D>(o, pend);
   store_rows<T, D>(a, o, l, r.pos[0], q0 + row0 + warp_row, head);
 #else
   (void)a;
@@ -293,11 +403,28 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
 #endif
 }
 
-struct Kernel {  // for prefill::Launch; smem over 48 KiB at D 128
+template <int kSchedule>
+struct Kernel {  // for prefill::Launch; smem over 48 KiB
   static constexpr int kBlock = kThreads;
   template <int D> static constexpr int smem() { return smem_bytes<D>(); }
-  template <typename T, typename KV, int D> static auto fn() { return wgmma_prefill_kernel<T, KV, D>; }
+  template <typename T, typename KV, int D> static auto fn() { return wgmma_prefill_kernel<T, KV, D, kSchedule>; }
 };
+
+template <int kSchedule>
+void launch_schedule(const PagedAttentionArgs& a, const dim3& grid, DType dt, cudaStream_t s) {
+  Launch<Kernel<kSchedule>> launch{a, grid, s};
+  dispatch(a, dt, launch);
+}
+
+// CONVEYOR_WGMMA_SCHEDULE: sync (the default), pingpong or overlap (Schedule), read once per process.
+int schedule_from_env() {
+  const char* v = std::getenv("CONVEYOR_WGMMA_SCHEDULE");
+  const std::string name = v == nullptr ? "sync" : v;
+  if (name == "sync" || name.empty()) return kSync;
+  if (name == "pingpong") return kPingPong;
+  if (name == "overlap") return kOverlap;
+  CONVEYOR_THROW("CONVEYOR_WGMMA_SCHEDULE='", name, "': expected sync, pingpong or overlap");
+}
 
 }  // namespace
 
@@ -318,8 +445,15 @@ bool wgmma_prefill_built() {
 }
 
 void launch_wgmma_prefill(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s) {
-  Launch<Kernel> launch{a, prefill_grid(a, max_query_len, kRows), s};
-  dispatch(a, dt, launch);
+  static const int schedule = schedule_from_env();
+  const dim3 grid = prefill_grid(a, max_query_len, kRows);
+  if (schedule == kOverlap) {
+    launch_schedule<kOverlap>(a, grid, dt, s);
+  } else if (schedule == kPingPong) {
+    launch_schedule<kPingPong>(a, grid, dt, s);
+  } else {
+    launch_schedule<kSync>(a, grid, dt, s);
+  }
 }
 
 }  // namespace conveyor::cuda_detail

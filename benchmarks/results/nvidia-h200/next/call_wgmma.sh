@@ -1,33 +1,30 @@
 #!/usr/bin/env bash
-# The next GPU round's first call (carry .gpu-deps; a fresh machine; written in round 6, which had no device
-# time left to run it): the wgmma prefill kernel with 128-byte-swizzled tiles and an optional ping-pong of
-# its two warpgroups (CONVEYOR_WGMMA_PINGPONG=1), applied from wgmma_sw128_pingpong.patch (round 6's first
-# version, the tree's, used the no-swizzle layout and read 220 TFLOP/s at 8k against mma.sync's 264 on an
-# H100). With and without the ping-pong: the attention tests (both prefill kernels against the CPU twin)
-# and attention_bench; then, with the fastest kernel that passed (CONVEYOR_PREFILL_ATTENTION /
-# CONVEYOR_WGMMA_PINGPONG), doctor, batch 64 512/256 and the 1,000 prompts while time lasts.
-# If the patched kernel wins and passes, commit the patch (git apply) and make it the automatic choice.
+# The next GPU round's first call (carry .gpu-deps; a fresh machine; written in session 7): the wgmma
+# prefill kernel of the working tree, with 128-byte-swizzled tiles, four K/V stages and three schedules
+# (CONVEYOR_WGMMA_SCHEDULE=sync|pingpong|overlap). For each schedule: the attention tests (both prefill
+# kernels against the CPU twin) and attention_bench; then, with the fastest kernel that passed
+# (CONVEYOR_PREFILL_ATTENTION / CONVEYOR_WGMMA_SCHEDULE), doctor, batch 64 512/256 and the 1,000 prompts
+# while time lasts. If a wgmma schedule wins and passes, make it the automatic choice.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
 r=/tmp/wg; mkdir -p $r
 save() { tar czf "$OUT/wg.tgz" -C /tmp wg; echo "[$(el)] $*"; }
-git apply benchmarks/results/nvidia-h200/next/wgmma_sw128_pingpong.patch || { save "patch does not apply"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $r/gpu.txt
 (cmake -S . -B build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCONVEYOR_WERROR=OFF && ninja -C build -j16) > $r/build.log 2>&1 ||
   { grep -B2 -A10 -m5 "error" $r/build.log; save "build FAILED"; exit 1; }
 save build
 tflops() { python3 -c "import json,sys; print(next(x['TFLOP/s'] for x in json.load(open(sys.argv[1])) if x['name']==sys.argv[2]))" "$1" "$2" 2>/dev/null || echo 0; }
-for pp in 0 1; do
+for pp in sync pingpong overlap; do
   pass=0
   for t in kernels_attention_gpu_test kernels_attention_fp8_gpu_test; do
-    CONVEYOR_WGMMA_PINGPONG=$pp CONVEYOR_REQUIRE_GPU=1 timeout 200 ctest --test-dir build -R "^$t\$" --output-on-failure \
+    CONVEYOR_WGMMA_SCHEDULE=$pp CONVEYOR_REQUIRE_GPU=1 timeout 200 ctest --test-dir build -R "^$t\$" --output-on-failure \
       --timeout 190 > $r/pp${pp}_ctest_$t.log 2>&1
     rc=$?; [ $rc = 0 ] && pass=$((pass + 1))
     save "pingpong=$pp $t rc=$rc $(grep -E 'Test +#' $r/pp${pp}_ctest_$t.log)"
     grep -E "differ|prefill kernel|Failure" $r/pp${pp}_ctest_$t.log | head -6
   done
   echo $pass > $r/pp${pp}_pass
-  CONVEYOR_WGMMA_PINGPONG=$pp timeout 120 build/benchmarks/attention_bench --json $r/pp${pp}_attention.json > $r/pp${pp}_attention.txt 2>&1
+  CONVEYOR_WGMMA_SCHEDULE=$pp timeout 120 build/benchmarks/attention_bench --json $r/pp${pp}_attention.json > $r/pp${pp}_attention.txt 2>&1
   save "pingpong=$pp attention_bench rc=$? 8k: wgmma $(tflops $r/pp${pp}_attention.json prefill_8192_wgmma) mma.sync $(tflops $r/pp${pp}_attention.json prefill_8192_mma_sync)"
   grep prefill $r/pp${pp}_attention.txt | grep -oE '"name": "[^"]*"|"TFLOP/s": [0-9.]*' | paste - - | head -18
 done
@@ -36,7 +33,7 @@ best=$(python3 - $r <<'PY'
 import json, sys, os
 r = sys.argv[1]
 c = []
-for pp in (0, 1):
+for pp in ("sync", "pingpong", "overlap"):
     try:
         ok = open(f"{r}/pp{pp}_pass").read().strip() == "2"
         d = {x["name"]: x["TFLOP/s"] for x in json.load(open(f"{r}/pp{pp}_attention.json"))}
@@ -44,11 +41,11 @@ for pp in (0, 1):
         continue
     if ok:
         c.append((d.get("prefill_8192_wgmma", 0), f"wgmma {pp}"))
-        c.append((d.get("prefill_8192_mma_sync", 0), "mma.sync 0"))
-print(max(c)[1] if c else "mma.sync 0")
+        c.append((d.get("prefill_8192_mma_sync", 0), "mma.sync sync"))
+print(max(c)[1] if c else "mma.sync sync")
 PY
 )
-set -- $best; export CONVEYOR_PREFILL_ATTENTION=$1 CONVEYOR_WGMMA_PINGPONG=$2
+set -- $best; export CONVEYOR_PREFILL_ATTENTION=$1 CONVEYOR_WGMMA_SCHEDULE=$2
 echo "$best" > $r/CHOSEN; save "chosen: $best"
 timeout 100 build/conveyor doctor --output-json $r/doctor.json > $r/doctor.log 2>&1
 save "doctor rc=$?"; grep -iE "prefill|attention" $r/doctor.log | head -4
