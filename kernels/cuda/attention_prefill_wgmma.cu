@@ -43,8 +43,10 @@ constexpr int kAhead = 2;                  // tiles loaded ahead of the one comp
 //   beside the other's softmax;
 // kOverlap: a warpgroup issues tile j's S = Q K^T and tile j - 1's O += P V together, runs tile j's
 //   softmax while O += P V runs, and waits for it only to rescale O (four K/V stages: tile j - 1's V is
-//   still read while tile j + 2 loads).
-enum Schedule { kSync = 0, kPingPong = 1, kOverlap = 2 };
+//   still read while tile j + 2 loads);
+// kOverlapPingPong: kOverlap, warpgroup 1 issuing its products only after warpgroup 0 issued its own (named
+//   barrier 1), so that warpgroup 0's scores come first and its softmax runs beside warpgroup 1's products.
+enum Schedule { kSync = 0, kPingPong = 1, kOverlap = 2, kOverlapPingPong = 3 };
 
 // Set by the device code the driver loaded: 1 when it is the wgmma build (sm_90a), so the host knows
 // whether this kernel exists on the current GPU.
@@ -300,15 +302,18 @@ __device__ __forceinline__ void finish_pv(float (&o)[D / 8][4], const PendingPv&
   fence_regs<D / 8>(o);
 }
 
-template <typename T, int D>
+template <typename T, int D, bool kPing>
 __device__ __forceinline__ void attend_tile_overlap(PendingPv& pend, float (&o)[D / 8][4], float (&m)[2],
                                                     float (&l)[2], const uint16_t* q_g, const uint16_t* k_s,
                                                     const uint16_t* v_s, const RowRanges<1>& r, int k0,
                                                     float scale_log2) {
+  const bool second = threadIdx.x >= 128;
   float s[kKeys / 8][4];
+  if (kPing && second) group_sync(1);
   wgmma_fence();
   issue_scores<T, D>(s, q_g, k_s);
   issue_pv<T, D>(o, pend.p, pend.v);
+  if (kPing && !second) group_arrive(1);
   wgmma_wait<1>();  // S; O += P V may still run
   fence_regs<kKeys / 8>(s);
   scale_mask<true>(s, r, 0, k0, scale_log2);
@@ -388,14 +393,14 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
     const bool touch = k0 <= gr.y && k0 + kKeys - 1 >= gr.x;  // uniform over the warpgroup
     const uint16_t* k_s = kv_s + 2 * (j % kStages) * kTile;
     const uint16_t* q_g = q_s + group * kGroupRows * 64;
-    if constexpr (kSchedule == kOverlap) {
-      attend_tile_overlap<T, D>(pend, o, m, l, q_g, k_s, k_s + kTile, r, k0, a.scale_log2);
+    if constexpr (kSchedule >= kOverlap) {
+      attend_tile_overlap<T, D, kSchedule == kOverlapPingPong>(pend, o, m, l, q_g, k_s, k_s + kTile, r, k0, a.scale_log2);
     } else {
       attend_tile<T, D, kSchedule>(touch, o, m, l, q_g, k_s, k_s + kTile, r, k0, a.scale_log2);
     }
     if (t < kKeys) rows_s[j % kStages][t] = row_offset(a, entry, pn, D);  // tile j's offsets are used up
   }
-  if constexpr (kSchedule == kOverlap) finish_pv<T, D>(o, pend);
+  if constexpr (kSchedule >= kOverlap) finish_pv<T, D>(o, pend);
   store_rows<T, D>(a, o, l, r.pos[0], q0 + row0 + warp_row, head);
 #else
   (void)a;
@@ -416,14 +421,16 @@ void launch_schedule(const PagedAttentionArgs& a, const dim3& grid, DType dt, cu
   dispatch(a, dt, launch);
 }
 
-// CONVEYOR_WGMMA_SCHEDULE: sync (the default), pingpong or overlap (Schedule), read once per process.
+// CONVEYOR_WGMMA_SCHEDULE: sync (the default), pingpong, overlap or overlap_pingpong (Schedule), read once
+// per process.
 int schedule_from_env() {
   const char* v = std::getenv("CONVEYOR_WGMMA_SCHEDULE");
   const std::string name = v == nullptr ? "sync" : v;
   if (name == "sync" || name.empty()) return kSync;
   if (name == "pingpong") return kPingPong;
   if (name == "overlap") return kOverlap;
-  CONVEYOR_THROW("CONVEYOR_WGMMA_SCHEDULE='", name, "': expected sync, pingpong or overlap");
+  if (name == "overlap_pingpong") return kOverlapPingPong;
+  CONVEYOR_THROW("CONVEYOR_WGMMA_SCHEDULE='", name, "': expected sync, pingpong, overlap or overlap_pingpong");
 }
 
 }  // namespace
@@ -447,7 +454,9 @@ bool wgmma_prefill_built() {
 void launch_wgmma_prefill(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s) {
   static const int schedule = schedule_from_env();
   const dim3 grid = prefill_grid(a, max_query_len, kRows);
-  if (schedule == kOverlap) {
+  if (schedule == kOverlapPingPong) {
+    launch_schedule<kOverlapPingPong>(a, grid, dt, s);
+  } else if (schedule == kOverlap) {
     launch_schedule<kOverlap>(a, grid, dt, s);
   } else if (schedule == kPingPong) {
     launch_schedule<kPingPong>(a, grid, dt, s);
