@@ -28,6 +28,7 @@
 #include "runtime/engine/step_plan.h"
 #include "runtime/sampling/sampler.h"
 #include "stages/cpu_ceilings.h"
+#include "stages/cpu_placement_probe.h"
 #include "stages/cpu_transport.h"
 #include "stages/device_profile.h"
 
@@ -524,6 +525,7 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
     points.push_back({{"ranks", r}, {"calls_per_s", best[static_cast<size_t>(r - 1)]}});
   }
   const nlohmann::json tp_round = tp_round_section(node, rank, size, gemm, best.front(), speed);
+  const nlohmann::json stayer = measure_stayer_placement(node);
   double hop = 0, busy_hop = 0;
   if (size >= 2) {
     MpiCommunicator hops(node, "doctor hop probe");  // takes node
@@ -543,6 +545,12 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
                          "sends), rank 1 receives them; mean "
                          "of 30 send-to-received times with the node's other ranks idle (hop_us) and with ranks 2, 3, "
                          "... computing so that the node's CPUs are all taken (busy_hop_us)"}};
+  if (!stayer.is_null()) {
+    out["stickiness"] = nlohmann::json::array();
+    for (const auto& b : stayer["by_ranks"])
+      if (b["stickiness"].get<double>() >= 0) out["stickiness"].push_back({{"ranks", b["ranks"]}, {"value", b["stickiness"]}});
+    out["stayer"] = stayer;
+  }
   if (!tp_round.is_null()) {
     out["slice_us"] = tp_round["slice_us"];
     out["holds"] = nlohmann::json::array();

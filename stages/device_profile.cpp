@@ -89,6 +89,14 @@ double CoreSharing::hold(double turn) const {
   return std::min(slice_s, h0);
 }
 
+double CoreSharing::sticky(int ranks) const {
+  double best = -1;
+  int gap = 0;
+  for (const auto& [n, v] : stickiness)
+    if (best < 0 || std::abs(n - ranks) < gap) best = v, gap = std::abs(n - ranks);
+  return best;
+}
+
 double CoreSharing::at(int k) const {
   if (speed.empty() || k <= 1) return speed.empty() ? 1.0 : speed.front();
   const int n = static_cast<int>(speed.size());
@@ -184,6 +192,18 @@ CoreSharing core_sharing(const nlohmann::json& j, const std::string& where) {
                    " must be a number >= 0, got ", j.at(key).dump());
     const std::string k = key;
     (k == "hop_us" ? c.hop_s : k == "busy_hop_us" ? c.busy_hop_s : c.slice_s) = j.at(key).get<double>() * 1e-6;
+  }
+  if (j.contains("stickiness")) {
+    CONVEYOR_CHECK(j.at("stickiness").is_array(), where, ": ", path, ".stickiness must be an array of {ranks, value}");
+    for (const auto& e : j.at("stickiness")) {
+      CONVEYOR_CHECK(e.is_object() && e.contains("ranks") && e.contains("value") && e.at("ranks").is_number_integer() &&
+                         e.at("value").is_number() && e.at("value").get<double>() >= 0 && e.at("value").get<double>() <= 1,
+                     where, ": ", path, ".stickiness entries must be {ranks, value in [0, 1]}, got ", e.dump());
+      const int ranks = e.at("ranks").get<int>();
+      CONVEYOR_CHECK(c.stickiness.empty() || ranks > c.stickiness.back().first, where, ": ", path,
+                     ".stickiness must be in ascending ranks, got ", e.dump());
+      c.stickiness.emplace_back(ranks, e.at("value").get<double>());
+    }
   }
   if (j.contains("holds")) {
     CONVEYOR_CHECK(j.at("holds").is_array(), where, ": ", path, ".holds must be an array of {turn_us, hold_us}");

@@ -61,6 +61,13 @@ struct CoreSharing {
   // How long a co-runner that is itself a TP rank keeps that CPU, by its own turn (solo seconds of work
   // between its all-reduces), ascending turns: (turn, hold). Empty: min(turn, slice_s).
   std::vector<std::pair<double, double>> holds;
+  // How well a CPU's run queue keeps its ranks through a task while more ranks compute than there are
+  // CPUs, by the node's ranks (cpu_placement_probe's stickiness, 0..1): (ranks, stickiness), ascending
+  // ranks. The simulator's per-CPU run queues (stages/sim/cpu_run_queues.h) weigh their speeds by it
+  // against processor sharing. Empty: not measured, processor sharing for TP-less ranks.
+  std::vector<std::pair<int, double>> stickiness;
+  // The stickiness measured with `ranks` ranks on the node, else the nearest measured; < 0: none measured.
+  double sticky(int ranks) const;
   // hold(turn): interpolated in `holds` from (0, 0), the last hold beyond the last turn, never above
   // slice_s; turn 0 (no all-reduces): slice_s.
   double hold(double turn) const;

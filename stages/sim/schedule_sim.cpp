@@ -15,6 +15,7 @@
 #include "runtime/engine/batch_budget.h"
 #include "runtime/engine/scheduler.h"
 #include "stages/partitioner.h"
+#include "stages/sim/cpu_run_queues.h"
 #include "stages/stage_options.h"
 
 namespace conveyor {
@@ -78,6 +79,21 @@ class PipelineModel {
   double result_latency() const { return back_; }
   const CoreSharing& sharing() const { return dev_.measured.sharing; }
   int node_of(size_t stage) const { return node_of_stage_[stage]; }
+  int nodes() const { return static_cast<int>(ranks_on_node_.size()); }
+  int ranks_on(int node) const {
+    int n = 0;
+    for (int r : ranks_on_node_[static_cast<size_t>(node)]) n += r;
+    return n;
+  }
+  // One rank per stage and node, no TP (a rank that waits in all-reduces is placed by cpu_node_rates'
+  // turns instead), and doctor measured where a woken rank lands: the node's CPUs run queues of their own.
+  bool per_cpu_queues() const {
+    if (sharing().stickiness.empty() || sharing().cpus <= 0 || w_.tensor > 1) return false;
+    for (const auto& node : ranks_on_node_)
+      for (int n : node)
+        if (n > 1) return false;
+    return true;
+  }
   // Ranks of `stage` (all replicas, all TP ranks) on `node`.
   int ranks_on(int node, size_t stage) const { return ranks_on_node_[static_cast<size_t>(node)][stage]; }
 
@@ -329,8 +345,16 @@ class EventLoop {
     }
   }
 
-  // Each busy stage's rate on `node` (cpu_node_rates over the busy stages; an idle one's is unused).
-  std::vector<double> shares(int node) const {
+  // Each busy stage's rate on `node` (the node's run queues, or cpu_node_rates over the busy stages; an
+  // idle one's is unused).
+  std::vector<double> shares(int node) {
+    if (model_.per_cpu_queues()) {
+      std::vector<bool> busy(tasks_.size(), false);
+      for (size_t s = 0; s < tasks_.size(); ++s) busy[s] = tasks_[s].busy && model_.node_of(s) == node;
+      CpuRunQueues& q = run_queues_[static_cast<size_t>(node)];
+      q.settle(busy);
+      return q.rates(model_.sharing(), model_.sharing().sticky(model_.ranks_on(node)));
+    }
     std::vector<int> ranks(tasks_.size(), 0);
     std::vector<double> turns(tasks_.size(), 0.0);
     for (size_t s = 0; s < tasks_.size(); ++s) {
@@ -380,9 +404,11 @@ class EventLoop {
     } else {
       push(Event::kResult, e.t + model_.result_latency(), s, task.flight);
     }
-    if (model_.sharing().any()) share(model_.node_of(s), e.t);
+    // The rates after the stage took its next task, if it could at once: a rank that goes on computing
+    // keeps its CPU (CpuRunQueues), where releasing it first would let another rank take it.
     try_start(s, e.t);
     if (s == 0) leader(e.t);
+    if (model_.sharing().any()) share(model_.node_of(s), e.t);
   }
 
   // How long a rank of `stage` takes to have a message in hand once it turns to it (CoreSharing: a
@@ -413,6 +439,8 @@ class EventLoop {
   uint64_t next_order_ = 0;
   bool waiting_ = false, finished_ = false;
   std::set<int64_t> tuned_layers_, tuned_head_;  // GEMM tuning buckets met (charge_first_use)
+  std::vector<CpuRunQueues> run_queues_ = std::vector<CpuRunQueues>(
+      static_cast<size_t>(model_.nodes()), CpuRunQueues(model_.sharing().cpus));
 };
 
 // The CPU backend's pool (stages/pipeline_stage.cpp): cache.cpu_kv_cache_space per rank, whatever the

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "runtime/core/error.h"
+#include "stages/cpu_placement_probe.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
@@ -115,6 +116,55 @@ TEST(DeviceProfile, OldDoctorJsonMeansIdeal) {
   EXPECT_NE(all.find("prefill attention: ideal (not measured) 810.0 TFLOP/s"), std::string::npos) << all;
   EXPECT_NE(all.find("prefill GEMMs: measured 700.0 TFLOP/s"), std::string::npos) << all;
   EXPECT_NE(all.find("decode attention: measured, 10.0 us + KV bytes / 2500 GB/s"), std::string::npos) << all;
+}
+
+// doctor's stayer probe on a CPU host (stages/cpu_placement_probe.h): how well a CPU's run queue keeps
+// its ranks, by the node's ranks; the simulator takes the entry for its node's ranks, else the nearest.
+TEST(DeviceProfile, ReadsTheRunQueueStickiness) {
+  nlohmann::json j = load("doctor_cpu.json");
+  EXPECT_LT(device_profile_from_json(j, "cpu.json").sharing.sticky(3), 0);  // not measured
+  j["device"]["sharing"]["stickiness"] = {{{"ranks", 3}, {"value", 1.0}}, {{"ranks", 4}, {"value", 0.25}}};
+  const CoreSharing c = device_profile_from_json(j, "cpu.json").sharing;
+  ASSERT_EQ(c.stickiness.size(), 2u);
+  EXPECT_EQ(c.sticky(3), 1.0);
+  EXPECT_EQ(c.sticky(4), 0.25);
+  EXPECT_EQ(c.sticky(2), 1.0);  // the nearest measured
+  EXPECT_EQ(c.sticky(9), 0.25);
+  j["device"]["sharing"]["stickiness"][1]["value"] = 1.5;
+  EXPECT_NE(error_of(j).find("device.sharing.stickiness entries must be {ranks, value in [0, 1]}"), std::string::npos)
+      << error_of(j);
+  j["device"]["sharing"]["stickiness"][1] = {{"ranks", 2}, {"value", 0.5}};
+  EXPECT_NE(error_of(j).find("device.sharing.stickiness must be in ascending ranks"), std::string::npos) << error_of(j);
+}
+
+// The stayer probe's reading of its traces, on traces made by hand (ns; 2 CPUs): rank 0 computes
+// throughout on CPU 0; ranks 1 and 2 compute 0-10 and 5-15 ms. Queued on CPU 1 together, the stayer is never
+// doubled up and each phase is doubled up for all its crowded time: stickiness 1. When rank 2 spends half
+// its crowded time beside the stayer and half beside rank 1, rank 1's phase is doubled up for half of it
+// (f = 0.5, 1): var 1/16 over 0.75 x 0.25, stickiness 1/3.
+TEST(DeviceProfile, StayerProbeReadsWhoSharesACpu) {
+  auto trace = [](int64_t a, int64_t b, std::vector<std::pair<int64_t, int>> cpus) {
+    PlacementTrace t;
+    t.phases = {{a, b}};
+    t.cpu_at = std::move(cpus);
+    return t;
+  };
+  const int64_t ms = 1000000;
+  const PlacementTrace stayer = trace(0, 20 * ms, {{0, 0}});
+  std::vector<PlacementTrace> kept = {stayer, trace(0, 10 * ms, {{0, 1}}), trace(5 * ms, 15 * ms, {{5 * ms, 1}})};
+  const StayerStats k = stayer_stats(kept, 2, 0, 20 * ms, ms / 10);
+  EXPECT_NEAR(k.crowded_s, 5e-3, 1e-9);
+  EXPECT_EQ(k.doubled_s, 0.0);
+  EXPECT_EQ(k.share(), 0.0);
+  EXPECT_EQ(k.phases, 2);
+  EXPECT_EQ(k.stickiness, 1.0);
+  EXPECT_EQ(k.moves, 0);
+  std::vector<PlacementTrace> mixed = kept;
+  mixed[2].cpu_at = {{5 * ms, 0}, {7500000, 1}};  // beside the stayer, then beside rank 1
+  const StayerStats m = stayer_stats(mixed, 2, 0, 20 * ms, ms / 10);
+  EXPECT_NEAR(m.share(), 0.5, 0.02);
+  EXPECT_EQ(m.moves, 1);
+  EXPECT_NEAR(m.stickiness, 1.0 / 3, 0.02);
 }
 
 // The CPU backend's doctor (stages/cpu_probe.h): dtype, ceilings, unpadded rows, the sampler, the small

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include "runtime/engine/step_plan.h"
 #include "stages/cpu_probe.h"
 #include "stages/pipeline_trace.h"
+#include "stages/sim/cpu_run_queues.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
@@ -258,6 +261,66 @@ TEST(ScheduleSim, TpDecodeBesidePrefillStretchesOnSharedCpus) {
   EXPECT_EQ(a.plans, b.plans);
   EXPECT_GT(b.stages[0].compute_s + b.stages[0].allreduce_s, 1.05 * (a.stages[0].compute_s + a.stages[0].allreduce_s));
   EXPECT_LT(b.stages[0].bubble, a.stages[0].bubble);
+}
+
+// Issue 18, 4(b), the run-queue path: each CPU of a node queues its own ranks (stages/sim/cpu_run_queues.h).
+// A rank that wakes with its previous CPU taken and another idle moves; with none idle it queues on its
+// previous CPU; a CPU left idle pulls a rank from a doubled one; a rank that computes on keeps its CPU.
+TEST(ScheduleSim, CpuRunQueuesPlaceRanksAsTheKernelDoes) {
+  CoreSharing c;
+  c.cpus = 2;
+  c.speed = {1.0, 0.9, 0.6, 0.45};
+  CpuRunQueues q(2);
+  q.settle({true, false, false});
+  EXPECT_EQ(q.cpu_of(0), 0);
+  q.settle({true, false, true});  // rank 2's previous CPU (2 % 2 = 0) is taken, CPU 1 is idle
+  EXPECT_EQ(q.cpu_of(2), 1);
+  EXPECT_EQ(q.rates(c, 1.0), (std::vector<double>{0.9, 0.0, 0.9}));
+  q.settle({true, true, true});  // rank 1 starts on CPU 1 (both taken): beside rank 2
+  EXPECT_EQ(q.cpu_of(0), 0);
+  EXPECT_EQ(q.cpu_of(1), 1);
+  const std::vector<double> r = q.rates(c, 1.0);
+  EXPECT_NEAR(r[0], 3 * 0.6 / 2, 1e-12);  // a CPU alone: the node's 3 at(3) over 2 CPUs
+  EXPECT_NEAR(r[1], 3 * 0.6 / 4, 1e-12);  // doubled up: half of it
+  EXPECT_NEAR(r[2], 3 * 0.6 / 4, 1e-12);
+  EXPECT_EQ(q.rates(c, 0.0), (std::vector<double>{0.6, 0.6, 0.6}));  // no stickiness: processor sharing, exactly
+  EXPECT_NEAR(q.rates(c, 0.25)[0], 0.25 * 0.9 + 0.75 * 0.6, 1e-12);
+  q.settle({false, true, true});  // rank 0 stops: CPU 0 pulls rank 1 or 2
+  EXPECT_NE(q.cpu_of(1), q.cpu_of(2));
+  EXPECT_EQ(q.cpu_of(0), -1);
+  const int one = q.cpu_of(1);
+  q.settle({true, true, true});  // rank 0 comes back beside one of them; the others stay where they are
+  EXPECT_EQ(q.cpu_of(1), one);
+  EXPECT_EQ(q.rates(c, 1.0)[static_cast<size_t>(q.cpu_of(0) == one ? 2 : 1)], 3 * 0.6 / 2);
+  CpuRunQueues four(2);  // 4 ranks on 2 CPUs: two a CPU, at(4) each
+  four.settle({true, true, true, true});
+  for (double x : four.rates(c, 1.0)) EXPECT_NEAR(x, 0.45, 1e-12);
+}
+
+// In a simulated pp 3 on 2 CPUs: stickiness 0 is processor sharing to the last bit; with the run queues
+// kept (stickiness 1) the plans are the same, the stages no longer slow down alike, and pp 2 (never
+// more ranks than CPUs) does not change. TP layouts keep cpu_node_rates.
+TEST(ScheduleSim, RunQueuesMoveAPipelinesBubblesNotItsPlans) {
+  const ModelSpec s = model("cpu-sim-16l.yaml");
+  const SimWorkload w = cpu_workload();
+  ClusterSpec ps = cpu_host({1, 0.9, 0.6, 0.45}), loose = ps, sticky = ps;
+  loose.gpu.measured.sharing.stickiness = {{3, 0.0}};
+  sticky.gpu.measured.sharing.stickiness = {{3, 1.0}, {4, 1.0}};
+  SimLayout pp2, pp3, tp2;
+  pp2.pipeline = 2;
+  pp3.pipeline = 3;
+  tp2.pipeline = 2, tp2.tensor = 2;
+  const SimResult a = simulate_layout(s, ps, w, pp3), b = simulate_layout(s, loose, w, pp3);
+  const SimResult c = simulate_layout(s, sticky, w, pp3);
+  ASSERT_TRUE(a.fits && c.fits) << a.why_not << c.why_not;
+  EXPECT_EQ(a.elapsed_s, b.elapsed_s);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(a.stages[i].bubble, b.stages[i].bubble);
+  EXPECT_EQ(a.plans, c.plans);
+  double moved = 0;
+  for (size_t i = 0; i < 3; ++i) moved = std::max(moved, std::abs(a.stages[i].bubble - c.stages[i].bubble));
+  EXPECT_GT(moved, 0.005);
+  EXPECT_EQ(simulate_layout(s, ps, w, pp2).elapsed_s, simulate_layout(s, sticky, w, pp2).elapsed_s);
+  EXPECT_EQ(simulate_layout(s, ps, w, tp2).elapsed_s, simulate_layout(s, sticky, w, tp2).elapsed_s);
 }
 
 // `conveyor plan --trace`: the spans a simulated run keeps are its stages' tasks (the stage occupied:
