@@ -52,6 +52,15 @@ std::string format_cpu_device(const nlohmann::json& d) {
                     t.at("alone_us").get<double>(), t.at("busy_us").get<double>(), t.at("slice_us").get<double>());
       os << line;
     }
+    if (d.at("sharing").contains("stayer")) {
+      os << "  run queues (stayer probe): ";
+      for (const auto& b : d.at("sharing").at("stayer").at("by_ranks")) {
+        std::snprintf(line, sizeof(line), "%d ranks: a place holds through a phase %.2f, the stayer doubled up %.0f%%; ",
+                      b.at("ranks").get<int>(), b.at("stickiness").get<double>(), 100 * b.at("stayer_share").get<double>());
+        os << line;
+      }
+      os << "\n";
+    }
   }
   return os.str();
 }

@@ -30,6 +30,13 @@ assert dev["tflops"] > 0 and dev["bandwidth_gbps"] > 0 and dev["step_overhead"][
 sh = dev["sharing"]
 assert sh["ranks"] == 4 and len(sh["speed"]) == 4 and sh["speed"][0] == 1.0, sh
 assert sh["hop_us"] > 0 and sh["busy_hop_us"] > 0, sh
+# The stayer probe (stages/cpu_placement_probe.h), where the 4 ranks outnumber the CPUs: how well a CPU's
+# run queue keeps its ranks, with 3 and 4 ranks on 2 CPUs.
+if sh["cpus"] < 4:
+    st = sh["stayer"]["by_ranks"]
+    assert [b["ranks"] for b in st] == list(range(sh["cpus"] + 1, 5)), st
+    assert all(b["crowded_ms"] > 0 and 0 <= b["stayer_share"] <= 1 for b in st), st
+    assert all(0 <= e["value"] <= 1 for e in sh["stickiness"]), sh["stickiness"]
 PY
 out=$(timeout 60 $mpi -np 3 "$bin" doctor -pp 2 --bytes 1M 2>&1)
 rc=$?
