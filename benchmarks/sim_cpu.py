@@ -5,7 +5,7 @@
 
 On this machine: `conveyor doctor` on the CPU backend under mpirun (4 ranks as pp 2 x tp 2, one CPU thread
 each: this host's kernel speeds, how ranks share its cores, how long a TP pair's all-reduce round takes beside
-ranks that compute without pause, the MPI links) writes OUT/doctor.json; a cluster
+ranks that compute without pause, how well a CPU's run queue keeps its ranks, the MPI links) writes OUT/doctor.json; a cluster
 file OUT/cluster.yaml describes the host from it (`gpu: {preset: cpu, doctor_json: doctor.json}`). Then
 for pp 1, 2, 3, 4 and pp 2 x tp 2: `conveyor bench throughput` on the CPU backend (dummy weights of a small
 model shape, the split planned from the same doctor JSON) and `conveyor plan --cluster` for the same

@@ -7,8 +7,9 @@
 // the oldest result, finish sequences at their max_tokens. Ranks that share a node's cores (the CPU
 // backend, device.sharing of its doctor JSON) each run at the measured speed for the number of ranks
 // computing at that moment; beyond the node's CPUs a TP rank, which yields its CPU at each all-reduce,
-// gets a share by its turns (cpu_node_rates). Data-parallel replicas are identical, so one replica is simulated with the
-// largest share of the requests (the router deals them round-robin).
+// gets a share by its turns (cpu_node_rates), and TP-less ranks queue on CPUs of their own as the kernel
+// places them (cpu_run_queues.h, weighed by doctor's stickiness). Data-parallel replicas are identical,
+// so one replica is simulated with the largest share of the requests (the router deals them round-robin).
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,7 @@ and prints measured vs predicted per layout (one JSON line per layout with --jso
 
     resim.py RUN_DIR [--no-sticky | --sticky RANKS:VALUE,...] [--layouts 3x1,4x1] [--tag TAG] [--json]
 
-Writes RUN_DIR/plan_ppP_tpT_TAG.json (and doctor_TAG.json, the doctor it read)."""
+Writes RUN_DIR/plan_ppP_tpT_TAG.json (and doctor_TAG.json, the doctor it read), or the same under --out."""
 import argparse
 import json
 import os
@@ -24,6 +24,7 @@ def main():
     ap.add_argument("--layouts", default="1x1,2x1,3x1,4x1,2x2")
     ap.add_argument("--tag", default="rq")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", help="write the doctor, cluster and plans here instead of RUN_DIR (runs of other folders)")
     ap.add_argument("--conveyor", default=os.path.join(ROOT, "build/conveyor"))
     a = ap.parse_args()
     d = json.load(open(os.path.join(a.run, "doctor.json")))
@@ -32,13 +33,15 @@ def main():
         sh.pop("stickiness", None)
     elif a.sticky:
         sh["stickiness"] = [{"ranks": int(x.split(":")[0]), "value": float(x.split(":")[1])} for x in a.sticky.split(",")]
-    doctor = os.path.abspath(os.path.join(a.run, f"doctor_{a.tag}.json"))
+    out_dir = a.out or a.run
+    os.makedirs(out_dir, exist_ok=True)
+    doctor = os.path.abspath(os.path.join(out_dir, f"doctor_{a.tag}.json"))
     json.dump(d, open(doctor, "w"), indent=1)
-    cluster = os.path.abspath(os.path.join(a.run, f"cluster_{a.tag}.yaml"))
+    cluster = os.path.abspath(os.path.join(out_dir, f"cluster_{a.tag}.yaml"))
     open(cluster, "w").write(open(os.path.join(a.run, "cluster.yaml")).read().replace("doctor.json", os.path.basename(doctor)))
     for pp, tp in (tuple(int(x) for x in l.split("x")) for l in a.layouts.split(",")):
         b = json.load(open(os.path.join(a.run, f"bench_pp{pp}_tp{tp}.json")))
-        out = os.path.join(a.run, f"plan_pp{pp}_tp{tp}_{a.tag}.json")
+        out = os.path.join(out_dir, f"plan_pp{pp}_tp{tp}_{a.tag}.json")
         subprocess.run([a.conveyor, "plan", "--cluster", cluster, "-pp", str(pp), "-tp", str(tp), "--workload",
                         "prompts=48,input=16,output=32", "--output-json", out, "--set",
                         f"model.config={ROOT}/configs/models/cpu-sim-16l.yaml", "--set", "runtime.backend=cpu", "--set",
