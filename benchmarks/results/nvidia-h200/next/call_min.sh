@@ -8,7 +8,7 @@ r=/tmp/wg; mkdir -p $r
 save() { tar czf "$OUT/wg.tgz" -C /tmp wg; echo "[$(el)] $*"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $r/gpu.txt
 (cmake -S . -B build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCONVEYOR_WERROR=OFF && \
-  ninja -C build -j16 kernels_attention_gpu_test kernels_attention_fp8_gpu_test attention_bench conveyor) > $r/build.log 2>&1 ||
+  ninja -C build -j16 kernels_attention_gpu_test kernels_attention_fp8_gpu_test attention_bench) > $r/build.log 2>&1 ||
   { grep -B2 -A10 -m5 "error" $r/build.log; save "build FAILED"; exit 1; }
 save build
 tflops() { python3 -c "import json,sys; print(next(x['TFLOP/s'] for x in json.load(open(sys.argv[1])) if x['name']==sys.argv[2]))" "$1" "$2" 2>/dev/null || echo 0; }
@@ -26,5 +26,6 @@ done
 echo "$best $bestv" > $r/CHOSEN; save "chosen $best $bestv"
 CONVEYOR_WGMMA_SCHEDULE=$best CONVEYOR_REQUIRE_GPU=1 timeout 60 build/tests/kernels_attention_fp8_gpu_test > $r/${best}_fp8_test.log 2>&1
 save "fp8 test $best $(grep -E 'PASSED|FAILED' $r/${best}_fp8_test.log | head -2 | tr '\n' ' ')"
+ninja -C build -j16 conveyor > $r/build_conveyor.log 2>&1; save "conveyor build rc=$?"
 CONVEYOR_PREFILL_ATTENTION=wgmma CONVEYOR_WGMMA_SCHEDULE=$best timeout 100 build/conveyor doctor --output-json $r/doctor.json > $r/doctor.log 2>&1
 save "doctor rc=$? $(grep -iE 'prefill attention' $r/doctor.log | head -3 | tr '\n' ' ')"
