@@ -29,6 +29,7 @@
 #include "runtime/sampling/sampler.h"
 #include "stages/cpu_ceilings.h"
 #include "stages/cpu_placement_probe.h"
+#include "stages/cpu_ring_probe.h"
 #include "stages/cpu_transport.h"
 #include "stages/device_profile.h"
 
@@ -526,6 +527,7 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
   }
   const nlohmann::json tp_round = tp_round_section(node, rank, size, gemm, best.front(), speed);
   const nlohmann::json stayer = measure_stayer_placement(node);
+  const nlohmann::json ring = measure_ring_speed(node, [&] { gemm.call(16, 1024, 1024); }, best.front());
   double hop = 0, busy_hop = 0;
   if (size >= 2) {
     MpiCommunicator hops(node, "doctor hop probe");  // takes node
@@ -550,6 +552,10 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
     for (const auto& b : stayer["by_ranks"])
       if (b["stickiness"].get<double>() >= 0) out["stickiness"].push_back({{"ranks", b["ranks"]}, {"value", b["stickiness"]}});
     out["stayer"] = stayer;
+  }
+  if (!ring.is_null()) {
+    out["pipeline_speed"] = ring["by_ranks"];
+    out["ring"] = ring;
   }
   if (!tp_round.is_null()) {
     out["slice_us"] = tp_round["slice_us"];

@@ -61,6 +61,19 @@ std::string format_cpu_device(const nlohmann::json& d) {
       }
       os << "\n";
     }
+    if (d.at("sharing").contains("pipeline_speed")) {
+      os << "  ...as a pipeline meets it (ring probe):";
+      for (const auto& b : d.at("sharing").at("pipeline_speed")) {
+        os << " " << b.at("ranks").get<int>() << " ranks:";
+        int n = 1;
+        for (const auto& v : b.at("speed")) {
+          std::snprintf(line, sizeof(line), " k=%d %.2f", n++, v.get<double>());
+          os << line;
+        }
+        os << ";";
+      }
+      os << "\n";
+    }
   }
   return os.str();
 }

@@ -37,6 +37,10 @@ if sh["cpus"] < 4:
     assert [b["ranks"] for b in st] == list(range(sh["cpus"] + 1, 5)), st
     assert all(b["crowded_ms"] > 0 and 0 <= b["stayer_share"] <= 1 for b in st), st
     assert all(0 <= e["value"] <= 1 for e in sh["stickiness"]), sh["stickiness"]
+    # The ring probe (stages/cpu_ring_probe.h): speed by k as a pipeline of 3 and 4 ranks meets it.
+    ps = sh["pipeline_speed"]
+    assert [b["ranks"] for b in ps] == list(range(sh["cpus"] + 1, 5)), ps
+    assert all(len(b["speed"]) == b["ranks"] and all(0 <= v <= 1.5 for v in b["speed"]) for b in ps), ps
 PY
 out=$(timeout 60 $mpi -np 3 "$bin" doctor -pp 2 --bytes 1M 2>&1)
 rc=$?

@@ -9,6 +9,7 @@
 
 #include "runtime/core/error.h"
 #include "stages/cpu_placement_probe.h"
+#include "stages/cpu_ring_probe.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
@@ -165,6 +166,48 @@ TEST(DeviceProfile, StayerProbeReadsWhoSharesACpu) {
   EXPECT_NEAR(m.share(), 0.5, 0.02);
   EXPECT_EQ(m.moves, 1);
   EXPECT_NEAR(m.stickiness, 1.0 / 3, 0.02);
+}
+
+// doctor's ring probe (stages/cpu_ring_probe.h): the speeds a pipeline of `ranks` ranks meets replace
+// speed(k) only for that many ranks, and only beyond the CPUs (a k the ring never met, 0, keeps speed(k)).
+TEST(DeviceProfile, ReadsThePipelineSpeeds) {
+  nlohmann::json j = load("doctor_cpu.json");
+  j["device"]["sharing"]["cpus"] = 2;
+  j["device"]["sharing"]["speed"] = {1.0, 0.9, 0.6, 0.45};
+  j["device"]["sharing"]["pipeline_speed"] = {{{"ranks", 2}, {"speed", {0.8, 0.8}}},
+                                              {{"ranks", 3}, {"speed", {0.0, 0.85, 0.58}}}};
+  const CoreSharing c = device_profile_from_json(j, "cpu.json").sharing;
+  ASSERT_EQ(c.pipeline_speed.size(), 2u);
+  EXPECT_EQ(c.in_pipeline(3).speed, (std::vector<double>{1.0, 0.85, 0.58, 0.45}));
+  EXPECT_EQ(c.in_pipeline(2).speed, c.speed);  // a CPU each: not replaced
+  EXPECT_EQ(c.in_pipeline(4).speed, c.speed);  // not measured with 4
+  j["device"]["sharing"]["pipeline_speed"][1]["speed"] = {0.9, 0.6};
+  EXPECT_NE(error_of(j).find("device.sharing.pipeline_speed entries must be {ranks, speed: ranks numbers in [0, 1.5]}"),
+            std::string::npos)
+      << error_of(j);
+}
+
+// The ring probe's reading of its traces, made by hand (ns): rank 0 computes 0-4 ms in two calls of 2 ms,
+// alone for the first and beside rank 1 (2-6 ms: calls of 1 and 3 ms) for the second; rank 1's second
+// call is alone (k at its midpoint). With a solo call of 1 ms, speed(1) = 2 calls x 1 ms / (2 + 3) ms and
+// speed(2) = 2 x 1 ms / (2 + 1) ms; calls starting before `from` are left out.
+TEST(DeviceProfile, RingProbeReadsSpeedByRanksComputing) {
+  const int64_t ms = 1000000;
+  RingTrace a, b;
+  a.phases = {{0, 4 * ms}};
+  a.call_ends = {2 * ms, 4 * ms};
+  b.phases = {{2 * ms, 6 * ms}};
+  b.call_ends = {3 * ms, 6 * ms};
+  RingSpeed r;
+  r.add({a, b}, 0);
+  EXPECT_EQ(r.calls, (std::vector<double>{2, 2}));
+  const std::vector<double> s = r.speed(1e-3);
+  EXPECT_NEAR(s[0], 2.0 / 5.0, 1e-9);
+  EXPECT_NEAR(s[1], 2.0 / 3.0, 1e-9);
+  RingSpeed late;
+  late.add({a, b}, 3 * ms);  // only rank 1's second call starts that late
+  EXPECT_EQ(late.calls, (std::vector<double>{1, 0}));
+  EXPECT_EQ(late.speed(1e-3)[1], 0.0);  // never met: 0
 }
 
 // The CPU backend's doctor (stages/cpu_probe.h): dtype, ceilings, unpadded rows, the sampler, the small
