@@ -4,7 +4,9 @@ measured it, removed (--no-sticky: the model before the per-CPU run queues, proc
 ranks) or set (--sticky 3:1,4:0.23: another doctor's values, for runs measured before the probe existed),
 and prints measured vs predicted per layout (one JSON line per layout with --json).
 
-    resim.py RUN_DIR [--no-sticky | --sticky RANKS:VALUE,...] [--layouts 3x1,4x1] [--tag TAG] [--json]
+    resim.py RUN_DIR [--no-sticky | --sticky RANKS:VALUE,...] [--drop KEY,...] [--layouts 3x1,4x1] [--tag TAG] [--json]
+
+--drop removes other device.sharing keys (--drop pipeline_speed: the model before pp4_path's ring probe).
 
 Writes RUN_DIR/plan_ppP_tpT_TAG.json (and doctor_TAG.json, the doctor it read), or the same under --out."""
 import argparse
@@ -21,6 +23,7 @@ def main():
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--sticky")
     g.add_argument("--no-sticky", action="store_true")
+    ap.add_argument("--drop", default="", help="device.sharing keys to remove, comma-separated")
     ap.add_argument("--layouts", default="1x1,2x1,3x1,4x1,2x2")
     ap.add_argument("--tag", default="rq")
     ap.add_argument("--json", action="store_true")
@@ -33,6 +36,8 @@ def main():
         sh.pop("stickiness", None)
     elif a.sticky:
         sh["stickiness"] = [{"ranks": int(x.split(":")[0]), "value": float(x.split(":")[1])} for x in a.sticky.split(",")]
+    for key in filter(None, a.drop.split(",")):
+        sh.pop(key, None)
     out_dir = a.out or a.run
     os.makedirs(out_dir, exist_ok=True)
     doctor = os.path.abspath(os.path.join(out_dir, f"doctor_{a.tag}.json"))
