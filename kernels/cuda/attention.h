@@ -70,11 +70,13 @@ void paged_attention_cuda(void* out,             // [num_tokens, n_heads, head_d
                           void* workspace,       // paged_attention_workspace_bytes(...) bytes, or null if 0
                           DType dt, cudaStream_t s, const KvCacheFormat& kv = {});
 
-// Which tensor-core kernel serves prefill chunks (head_dim 64 and 128): the mma.sync kernel (kAuto, every
-// GPU from sm_80), or the warpgroup-MMA one (kWgmma), which needs an sm_90 GPU (H100, H200) and a build
-// with sm_90a code (the default CMAKE_CUDA_ARCHITECTURES "90a"). Forcing one is for tests and benchmarks that
-// race them, and so is the environment variable CONVEYOR_PREFILL_ATTENTION=mma.sync|wgmma (whole-workload
-// A/B runs); forcing wgmma where it cannot run throws. Process-wide, not thread-safe against launches.
+// Which tensor-core kernel serves prefill chunks (head_dim 64 and 128): the warpgroup-MMA one (kWgmma) on an
+// sm_90 GPU (H100, H200) with a build that has sm_90a code (the default CMAKE_CUDA_ARCHITECTURES "90a"),
+// else the mma.sync kernel (kMmaSync, every GPU from sm_80); kAuto takes the first that runs. Forcing one
+// is for tests and benchmarks that race them, and so is the environment variable
+// CONVEYOR_PREFILL_ATTENTION=mma.sync|wgmma (whole-workload A/B runs; CONVEYOR_WGMMA_SCHEDULE picks how the
+// wgmma kernel interleaves products and softmax); forcing wgmma where it cannot run throws. Process-wide,
+// not thread-safe against launches.
 enum class PrefillAttentionKernel { kAuto, kMmaSync, kWgmma };
 void set_prefill_attention_kernel(PrefillAttentionKernel k);
 // The kernel a prefill launch on the current device takes now ("wgmma" or "mma.sync").

@@ -296,21 +296,25 @@ PrefillAttentionKernel forced() {
 }
 int g_wgmma = -1;  // wgmma_prefill_built() once asked outside a capture; -1 not yet
 
-// Whether this launch takes the wgmma kernel (only when asked for). Whether the device runs it comes from
-// a synchronous query, which a stream capture forbids: a launch captured before any other takes mma.sync.
+// Whether this launch takes the wgmma kernel: forced, or the automatic choice wherever the sm_90a code
+// runs (the H100 of round 7: 297 against mma.sync's 267 TFLOP/s at 8k, 243 against 167 for a 512-token
+// chunk after 3,584, docs/bench.md). Whether the device runs it comes from a synchronous query, which a
+// stream capture forbids: the automatic choice of a launch captured before any other is mma.sync.
 bool use_wgmma(cudaStream_t s) {
-  // The automatic choice is mma.sync until the wgmma kernel beats it (round 6 on an H100: 220 against 264
-  // TFLOP/s at 8k with no-swizzle tiles); CONVEYOR_PREFILL_ATTENTION=wgmma takes it.
-  if (forced() != PrefillAttentionKernel::kWgmma) return false;
+  const PrefillAttentionKernel k = forced();
+  if (k == PrefillAttentionKernel::kMmaSync) return false;
   if (g_wgmma < 0) {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(s, &st));
-    if (st != cudaStreamCaptureStatusNone) return false;
+    if (st != cudaStreamCaptureStatusNone && k == PrefillAttentionKernel::kAuto) return false;
+    CONVEYOR_CHECK(st == cudaStreamCaptureStatusNone, "prefill attention: the wgmma kernel was asked for inside a "
+                   "stream capture before any launch outside one");
     g_wgmma = wgmma_prefill_built() ? 1 : 0;
   }
-  CONVEYOR_CHECK(g_wgmma == 1, "prefill attention: the wgmma kernel was asked for, but this GPU or build has no "
-                 "sm_90a code (it needs an sm_90 GPU and CMAKE_CUDA_ARCHITECTURES with 90a)");
-  return true;
+  CONVEYOR_CHECK(g_wgmma == 1 || k == PrefillAttentionKernel::kAuto, "prefill attention: the wgmma kernel was "
+                 "asked for, but this GPU or build has no sm_90a code (it needs an sm_90 GPU and "
+                 "CMAKE_CUDA_ARCHITECTURES with 90a)");
+  return g_wgmma == 1;
 }
 
 }  // namespace
