@@ -39,14 +39,15 @@ constexpr int kAhead = 2;                  // tiles loaded ahead of the one comp
 // How the warpgroups order their products and softmax (CONVEYOR_WGMMA_SCHEDULE; raced by attention_bench):
 // kSync: each product waited for where it ends (an O += P V left running into a softmax that rescales O
 //   makes ptxas serialize every wgmma);
-// kPingPong: kSync, the two warpgroups staggered by named barriers 1 and 2 so each one's product runs
-//   beside the other's softmax;
 // kOverlap: a warpgroup issues tile j's S = Q K^T and tile j - 1's O += P V together, runs tile j's
 //   softmax while O += P V runs, and waits for it only to rescale O (four K/V stages: tile j - 1's V is
 //   still read while tile j + 2 loads);
-// kOverlapPingPong: kOverlap, warpgroup 1 issuing its products only after warpgroup 0 issued its own (named
-//   barrier 1), so that warpgroup 0's scores come first and its softmax runs beside warpgroup 1's products.
-enum Schedule { kSync = 0, kPingPong = 1, kOverlap = 2, kOverlapPingPong = 3 };
+// kOverlapQreg: kOverlap with Q's A fragments held in registers (S = Q K^T then reads only K from shared
+//   memory: at 64 keys a both-operands-in-shared m64n64k16 reads 4 KB in its 32 tensor-core cycles, all of
+//   an SM's 128 bytes per cycle).
+// Round 7 also raced two schedules with the warpgroups staggered by named barriers (pingpong, 260 TFLOP/s
+// at 8k; overlap_pingpong, 288, against overlap's 297): the per-tile barrier keeps them in step already.
+enum Schedule { kSync = 0, kOverlap = 1, kOverlapQreg = 2 };
 
 // Set by the device code the driver loaded: 1 when it is the wgmma build (sm_90a), so the host knows
 // whether this kernel exists on the current GPU.
@@ -124,6 +125,21 @@ template <typename T>
 __device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], uint64_t a, uint64_t b, int accumulate) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) CV_WGMMA_SS_N64("bf16");
   else CV_WGMMA_SS_N64("f16");
+}
+
+// d (64 x 64, fp32) (+)= A (64 x 16, registers: the m16n8k16 A fragment of the lane's warp rows) * B (16 x 64,
+// shared, K-major); accumulate = 0 overwrites.
+#define CV_WGMMA_RS_N64_KMAJOR(TY)                                                                        \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                              \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " CV_REGS32                     \
+               ", {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"                                          \
+               : CV_ACC32(d)                                                                             \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate))
+template <typename T>
+__device__ __forceinline__ void wgmma_rs_n64_kmajor(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b,
+                                                    int accumulate) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) CV_WGMMA_RS_N64_KMAJOR("bf16");
+  else CV_WGMMA_RS_N64_KMAJOR("f16");
 }
 
 // d (64 x N, fp32) += A (64 x 16, registers: the m16n8k16 A fragment of the lane's warp rows) * B (16 x N,
@@ -244,45 +260,52 @@ __device__ __forceinline__ void pack_p(const float (&s)[kKeys / 8][4], uint32_t 
   }
 }
 
-// Named barriers of the two warpgroups (ids 1 and 2; 0 is __syncthreads): a warpgroup that syncs waits
-// for the other's arrive.
-__device__ __forceinline__ void group_sync(int id) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(kThreads) : "memory"); }
-__device__ __forceinline__ void group_arrive(int id) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "n"(kThreads) : "memory");
-}
-
-// One tile for one warpgroup under kSync or kPingPong (`touch`: the tile touches its rows; a warpgroup that
-// does not still keeps the ping-pong's barriers). The ping-pong: warpgroup 0: S, arrive 1, softmax,
-// sync 2, PV, arrive 1; warpgroup 1: sync 1, S, arrive 2, softmax, sync 1, PV.
-template <typename T, int D, int kSchedule>
+// One tile for one warpgroup under kSync (`touch`: the tile touches its rows).
+template <typename T, int D>
 __device__ __forceinline__ void attend_tile(bool touch, float (&o)[D / 8][4], float (&m)[2], float (&l)[2],
                                             const uint16_t* q_g, const uint16_t* k_s, const uint16_t* v_s,
                                             const RowRanges<1>& r, int k0, float scale_log2) {
-  constexpr bool kPing = kSchedule == kPingPong;
-  const bool second = threadIdx.x >= 128;
+  if (!touch) return;
   float s[kKeys / 8][4];  // the first k-step overwrites (accumulate 0)
   uint32_t p[kKeys / 16][4];
-  if (kPing && second) group_sync(1);
-  if (touch) {
-    wgmma_fence();
-    issue_scores<T, D>(s, q_g, k_s);
-    wgmma_wait<0>();
-    fence_regs<kKeys / 8>(s);
+  wgmma_fence();
+  issue_scores<T, D>(s, q_g, k_s);
+  wgmma_wait<0>();
+  fence_regs<kKeys / 8>(s);
+  group_mask(s, r, k0, scale_log2);
+  softmax_update<D>(s, o, m, l);
+  pack_p<T>(s, p);
+  wgmma_fence();
+  issue_pv<T, D>(o, p, v_s);
+  wgmma_wait<0>();
+  fence_regs<D / 8>(o);
+}
+
+// kOverlapQreg: the lane's A fragments of Q (the warp's 16 rows from `warp_row` of the CTA's, head dims
+// 16 kk .. + 16), read once from the swizzled Q tile: registers 0 and 2 row g, 1 and 3 row g + 8; 0 and 1
+// dims 2 tq, 2 and 3 dims 8 + 2 tq (pack_p's order).
+template <int D>
+__device__ __forceinline__ void load_q_frags(uint32_t (&qf)[D / 16][4], const uint16_t* q_s, int warp_row) {
+  const int g = (threadIdx.x % 32) / 4, tq = threadIdx.x % 4;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = warp_row + g + 8 * (i & 1), col = 16 * kk + 8 * (i >> 1) + 2 * tq;
+      const int at = (col / 64) * kRows * 64 + row * 64 + (((col % 64) / 8) ^ (row % 8)) * 8 + col % 8;
+      qf[kk][i] = *reinterpret_cast<const uint32_t*>(q_s + at);
+    }
+}
+
+// Issues S = Q K^T with Q from registers (K as issue_scores reads it).
+template <typename T, int D>
+__device__ __forceinline__ void issue_scores_rs(float (&s)[kKeys / 8][4], const uint32_t (&qf)[D / 16][4],
+                                                const uint16_t* k_s) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    wgmma_rs_n64_kmajor<T>(s, qf[kk], smem_desc(k_s + (kk / 4) * kKeys * 64 + (kk % 4) * 16, 16, kAtomBytes), kk);
   }
-  if (kPing) group_arrive(second ? 2 : 1);
-  if (touch) {
-    group_mask(s, r, k0, scale_log2);
-    softmax_update<D>(s, o, m, l);
-    pack_p<T>(s, p);
-  }
-  if (kPing) group_sync(second ? 1 : 2);
-  if (touch) {
-    wgmma_fence();
-    issue_pv<T, D>(o, p, v_s);
-    wgmma_wait<0>();
-    fence_regs<D / 8>(o);
-  }
-  if (kPing && !second) group_arrive(1);
+  wgmma_commit();
 }
 
 // kOverlap's state between tiles: P of the tile before and that tile's V, whose O += P V is issued beside
@@ -302,18 +325,20 @@ __device__ __forceinline__ void finish_pv(float (&o)[D / 8][4], const PendingPv&
   fence_regs<D / 8>(o);
 }
 
-template <typename T, int D, bool kPing>
+template <typename T, int D, bool kQreg>
 __device__ __forceinline__ void attend_tile_overlap(PendingPv& pend, float (&o)[D / 8][4], float (&m)[2],
-                                                    float (&l)[2], const uint16_t* q_g, const uint16_t* k_s,
+                                                    float (&l)[2], const uint16_t* q_g,
+                                                    const uint32_t (&qf)[D / 16][4], const uint16_t* k_s,
                                                     const uint16_t* v_s, const RowRanges<1>& r, int k0,
                                                     float scale_log2) {
-  const bool second = threadIdx.x >= 128;
   float s[kKeys / 8][4];
-  if (kPing && second) group_sync(1);
   wgmma_fence();
-  issue_scores<T, D>(s, q_g, k_s);
+  if constexpr (kQreg) {
+    issue_scores_rs<T, D>(s, qf, k_s);
+  } else {
+    issue_scores<T, D>(s, q_g, k_s);
+  }
   issue_pv<T, D>(o, pend.p, pend.v);
-  if (kPing && !second) group_arrive(1);
   wgmma_wait<1>();  // S; O += P V may still run
   fence_regs<kKeys / 8>(s);
   scale_mask<true>(s, r, 0, k0, scale_log2);
@@ -370,6 +395,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
     cp_async_commit();
   };
   load_q<D>(q_s, a, q0, qlen, row0, head);
+  cp_async_commit();  // Q in a group of its own, before the tiles'
   if (t < kKeys) {
 #pragma unroll
     for (int j = 0; j < kStages; ++j) {
@@ -378,13 +404,19 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
     }
   }
   __syncthreads();
-  for (int j = 0; j < kAhead; ++j) load(j);  // the first with Q
+  for (int j = 0; j < kAhead; ++j) load(j);
+  uint32_t qf[D / 16][4];  // kOverlapQreg: Q's A fragments
+  if constexpr (kSchedule == kOverlapQreg) {
+    cp_async_wait<kAhead>();  // Q has landed for this thread ...
+    __syncthreads();          // ... and for every thread
+    load_q_frags<D>(qf, q_s, warp_row);
+  }
   PendingPv pend;  // kOverlap: nothing before the first tile
 #pragma unroll
   for (int kk = 0; kk < kKeys / 16; ++kk) pend.p[kk][0] = pend.p[kk][1] = pend.p[kk][2] = pend.p[kk][3] = 0u;
   pend.v = kv_s + kTile;
   for (int k0 = r.cta_first, j = 0; k0 <= r.cta_last; k0 += kKeys, ++j) {
-    cp_async_wait<kAhead - 1>();  // tile j (and the first time Q) has landed for this thread
+    cp_async_wait<kAhead - 1>();  // tile j (and before it Q) has landed for this thread
     fence_async_smem();
     __syncthreads();  // ... for every thread, and every warpgroup is done with the stage tile j + kAhead takes
     load(j + kAhead);
@@ -394,9 +426,10 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
     const uint16_t* k_s = kv_s + 2 * (j % kStages) * kTile;
     const uint16_t* q_g = q_s + group * kGroupRows * 64;
     if constexpr (kSchedule >= kOverlap) {
-      attend_tile_overlap<T, D, kSchedule == kOverlapPingPong>(pend, o, m, l, q_g, k_s, k_s + kTile, r, k0, a.scale_log2);
+      attend_tile_overlap<T, D, kSchedule == kOverlapQreg>(pend, o, m, l, q_g, qf, k_s, k_s + kTile, r, k0,
+                                                           a.scale_log2);
     } else {
-      attend_tile<T, D, kSchedule>(touch, o, m, l, q_g, k_s, k_s + kTile, r, k0, a.scale_log2);
+      attend_tile<T, D>(touch, o, m, l, q_g, k_s, k_s + kTile, r, k0, a.scale_log2);
     }
     if (t < kKeys) rows_s[j % kStages][t] = row_offset(a, entry, pn, D);  // tile j's offsets are used up
   }
@@ -422,16 +455,14 @@ void launch_schedule(const PagedAttentionArgs& a, const dim3& grid, DType dt, cu
 }
 
 // CONVEYOR_WGMMA_SCHEDULE: overlap (the default: the fastest at 2k-16k on round 7's H100, 297 TFLOP/s at 8k
-// against sync's 292, overlap_pingpong's 288 and pingpong's 260), sync, pingpong or overlap_pingpong
-// (Schedule), read once per process.
+// against sync's 292), sync or overlap_qreg (Schedule), read once per process.
 int schedule_from_env() {
   const char* v = std::getenv("CONVEYOR_WGMMA_SCHEDULE");
   const std::string name = v == nullptr ? "" : v;
   if (name == "overlap" || name.empty()) return kOverlap;
   if (name == "sync") return kSync;
-  if (name == "pingpong") return kPingPong;
-  if (name == "overlap_pingpong") return kOverlapPingPong;
-  CONVEYOR_THROW("CONVEYOR_WGMMA_SCHEDULE='", name, "': expected sync, pingpong, overlap or overlap_pingpong");
+  if (name == "overlap_qreg") return kOverlapQreg;
+  CONVEYOR_THROW("CONVEYOR_WGMMA_SCHEDULE='", name, "': expected overlap, sync or overlap_qreg");
 }
 
 }  // namespace
@@ -455,12 +486,10 @@ bool wgmma_prefill_built() {
 void launch_wgmma_prefill(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s) {
   static const int schedule = schedule_from_env();
   const dim3 grid = prefill_grid(a, max_query_len, kRows);
-  if (schedule == kOverlapPingPong) {
-    launch_schedule<kOverlapPingPong>(a, grid, dt, s);
+  if (schedule == kOverlapQreg) {
+    launch_schedule<kOverlapQreg>(a, grid, dt, s);
   } else if (schedule == kOverlap) {
     launch_schedule<kOverlap>(a, grid, dt, s);
-  } else if (schedule == kPingPong) {
-    launch_schedule<kPingPong>(a, grid, dt, s);
   } else {
     launch_schedule<kSync>(a, grid, dt, s);
   }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The next GPU round's first call (carry .gpu-deps; a fresh machine; written in session 7): the wgmma
 # prefill kernel of the working tree, with 128-byte-swizzled tiles, four K/V stages and three schedules
-# (CONVEYOR_WGMMA_SCHEDULE=sync|pingpong|overlap|overlap_pingpong). For each schedule: the attention tests (both prefill
+# (CONVEYOR_WGMMA_SCHEDULE=overlap_qreg|overlap|sync). For each schedule: the attention tests (both prefill
 # kernels against the CPU twin) and attention_bench; then, with the fastest kernel that passed
 # (CONVEYOR_PREFILL_ATTENTION / CONVEYOR_WGMMA_SCHEDULE), doctor, batch 64 512/256 and the 1,000 prompts
 # while time lasts. If a wgmma schedule wins and passes, make it the automatic choice.
@@ -14,7 +14,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
   { grep -B2 -A10 -m5 "error" $r/build.log; save "build FAILED"; exit 1; }
 save build
 tflops() { python3 -c "import json,sys; print(next(x['TFLOP/s'] for x in json.load(open(sys.argv[1])) if x['name']==sys.argv[2]))" "$1" "$2" 2>/dev/null || echo 0; }
-for pp in sync pingpong overlap overlap_pingpong; do
+for pp in overlap_qreg overlap sync; do
   pass=0
   for t in kernels_attention_gpu_test kernels_attention_fp8_gpu_test; do
     CONVEYOR_WGMMA_SCHEDULE=$pp CONVEYOR_REQUIRE_GPU=1 timeout 200 ctest --test-dir build -R "^$t\$" --output-on-failure \
@@ -33,7 +33,7 @@ best=$(python3 - $r <<'PY'
 import json, sys, os
 r = sys.argv[1]
 c = []
-for pp in ("sync", "pingpong", "overlap", "overlap_pingpong"):
+for pp in ("overlap_qreg", "overlap", "sync"):
     try:
         ok = open(f"{r}/pp{pp}_pass").read().strip() == "2"
         d = {x["name"]: x["TFLOP/s"] for x in json.load(open(f"{r}/pp{pp}_attention.json"))}
