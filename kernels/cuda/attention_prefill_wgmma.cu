@@ -315,6 +315,11 @@ __device__ __forceinline__ void issue_scores_rs(float (&s)[kKeys / 8][4], const 
 struct PendingPv {
   uint32_t p[kKeys / 16][4];
   const uint16_t* v;
+  __device__ __forceinline__ void clear(const uint16_t* first_v) {  // nothing before the first tile
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk) p[kk][0] = p[kk][1] = p[kk][2] = p[kk][3] = 0u;
+    v = first_v;
+  }
 };
 
 template <typename T, int D>
@@ -411,10 +416,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
     __syncthreads();          // ... and for every thread
     load_q_frags<D>(qf, q_s, warp_row);
   }
-  PendingPv pend;  // kOverlap: nothing before the first tile
-#pragma unroll
-  for (int kk = 0; kk < kKeys / 16; ++kk) pend.p[kk][0] = pend.p[kk][1] = pend.p[kk][2] = pend.p[kk][3] = 0u;
-  pend.v = kv_s + kTile;
+  PendingPv pend;
+  pend.clear(kv_s + kTile);
   for (int k0 = r.cta_first, j = 0; k0 <= r.cta_last; k0 += kKeys, ++j) {
     cp_async_wait<kAhead - 1>();  // tile j (and before it Q) has landed for this thread
     fence_async_smem();
