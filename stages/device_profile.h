@@ -68,13 +68,6 @@ struct CoreSharing {
   std::vector<std::pair<int, double>> stickiness;
   // The stickiness measured with `ranks` ranks on the node, else the nearest measured; < 0: none measured.
   double sticky(int ranks) const;
-  // A rank's speed with k ranks computing as a pipeline of `ranks` ranks on the node meets it (cpu_ring_probe:
-  // ranks that wake and nap, CPUs left idle beside doubled ones), by ranks, ascending: (ranks, speed[k - 1]).
-  // Empty: not measured, `speed` (ranks that compute without pause) for pipelines too.
-  std::vector<std::pair<int, std::vector<double>>> pipeline_speed;
-  // This sharing with `speed` as a pipeline of `ranks` ranks meets it where the ring probe measured that
-  // many ranks, more than the CPUs (a k the ring never met keeps speed(k)); else itself.
-  CoreSharing in_pipeline(int ranks) const;
   // hold(turn): interpolated in `holds` from (0, 0), the last hold beyond the last turn, never above
   // slice_s; turn 0 (no all-reduces): slice_s.
   double hold(double turn) const;
