@@ -6,7 +6,8 @@ and prints measured vs predicted per layout (one JSON line per layout with --jso
 
     resim.py RUN_DIR [--no-sticky | --sticky RANKS:VALUE,...] [--drop KEY,...] [--layouts 3x1,4x1] [--tag TAG] [--json]
 
---drop removes other device.sharing keys (--drop pipeline_speed: the model before pp4_path's ring probe).
+--drop removes other device.sharing keys (--drop pipeline_speed: the model before pp4_path's ring probe);
+--graft KEY=FILE sets one from a JSON file (another doctor's ring probe, for runs measured before it existed).
 
 Writes RUN_DIR/plan_ppP_tpT_TAG.json (and doctor_TAG.json, the doctor it read), or the same under --out."""
 import argparse
@@ -24,6 +25,7 @@ def main():
     g.add_argument("--sticky")
     g.add_argument("--no-sticky", action="store_true")
     ap.add_argument("--drop", default="", help="device.sharing keys to remove, comma-separated")
+    ap.add_argument("--graft", action="append", default=[], help="KEY=FILE: device.sharing[KEY] from a JSON file")
     ap.add_argument("--layouts", default="1x1,2x1,3x1,4x1,2x2")
     ap.add_argument("--tag", default="rq")
     ap.add_argument("--json", action="store_true")
@@ -38,6 +40,9 @@ def main():
         sh["stickiness"] = [{"ranks": int(x.split(":")[0]), "value": float(x.split(":")[1])} for x in a.sticky.split(",")]
     for key in filter(None, a.drop.split(",")):
         sh.pop(key, None)
+    for g in a.graft:
+        key, path = g.split("=", 1)
+        sh[key] = json.load(open(path))
     out_dir = a.out or a.run
     os.makedirs(out_dir, exist_ok=True)
     doctor = os.path.abspath(os.path.join(out_dir, f"doctor_{a.tag}.json"))
