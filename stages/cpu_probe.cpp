@@ -333,9 +333,9 @@ void polite_barrier(MPI_Comm comm) {
 // rank 0 of the node computes for a lead of 2-9 ms (a predecessor's step), then posts a micro-batch's three
 // messages (header, plan words, 4 KiB of hidden states: a decode step's, in eager-sized pieces) and goes
 // on computing for kHopBusy; rank 1 takes them. Seconds from the send to rank 1 holding the hidden
-// states, mean of kHops. With `cores_taken` ranks 2, 3, ... compute from the start, so that, with the
+// states, each of kHops. With `cores_taken` ranks 2, 3, ... compute from the start, so that, with the
 // sender, the node's CPUs are all taken while rank 1 waits and wakes.
-double hop_time(MpiCommunicator& comm, GemmBench& gemm, bool cores_taken) {
+std::vector<double> hop_times(MpiCommunicator& comm, GemmBench& gemm, bool cores_taken) {
   const int rank = comm.rank();
   const int cpus = static_cast<int>(std::thread::hardware_concurrency());
   const bool others_busy = cores_taken && rank >= 2 && rank <= cpus;
@@ -370,10 +370,10 @@ double hop_time(MpiCommunicator& comm, GemmBench& gemm, bool cores_taken) {
       compute(t0 + kHopBusy);
     }
   }
-  // The mean: a hop's cost to a pipeline is its average, long waits for a CPU included.
-  double mean = rank == 1 ? std::accumulate(t.begin(), t.end(), 0.0) / kHops : 0.0;
-  CONVEYOR_MPI_CHECK(MPI_Bcast(&mean, 1, MPI_DOUBLE, 1, comm.comm()));
-  return mean;
+  // Every sample, not only the mean: a pipeline's hops spread as widely, which keeps its stages out of step.
+  t.resize(kHops);
+  CONVEYOR_MPI_CHECK(MPI_Bcast(t.data(), kHops, MPI_DOUBLE, 1, comm.comm()));
+  return t;
 }
 
 // After a barrier of the node, a start instant every rank of it shares: the node's ranks share one steady
@@ -496,6 +496,12 @@ nlohmann::json tp_round_section(MPI_Comm node, int rank, int size, GemmBench& ge
           {"slice_us", slice_from_tp_rounds(alone, busy, speed) * 1e6}, {"beside_tp_pairs", tp_pairs}};
 }
 
+std::vector<double> in_us(std::vector<double> s) {
+  for (double& x : s) x *= 1e6;
+  return s;
+}
+double mean_us(const std::vector<double>& s) { return std::accumulate(s.begin(), s.end(), 0.0) / s.size() * 1e6; }
+
 }  // namespace
 
 nlohmann::json measure_core_sharing(MPI_Comm comm) {
@@ -528,12 +534,12 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
   const nlohmann::json tp_round = tp_round_section(node, rank, size, gemm, best.front(), speed);
   const nlohmann::json stayer = measure_stayer_placement(node);
   const nlohmann::json ring = measure_ring_speed(node, [&] { gemm.call(16, 1024, 1024); }, best.front());
-  double hop = 0, busy_hop = 0;
+  std::vector<double> hop(1, 0.0), busy_hop(1, 0.0);  // seconds per hop, one per sample
   if (size >= 2) {
     MpiCommunicator hops(node, "doctor hop probe");  // takes node
     hops.set_message_limit(kCpuMessageBytes);        // as the pipeline sends
-    hop = hop_time(hops, gemm, false);
-    busy_hop = hop_time(hops, gemm, true);
+    hop = hop_times(hops, gemm, false);
+    busy_hop = hop_times(hops, gemm, true);
   } else {
     MPI_Comm_free(&node);
   }
@@ -541,7 +547,8 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
                      "MiB each) with their threads during one shared 0.25 s window, the others waiting without "
                      "spinning; per k the best of 3 windows of the mean rate; speed = rate / rate alone"},
           {"cpus", static_cast<int>(std::thread::hardware_concurrency())}, {"ranks", size}, {"speed", speed},
-          {"points", points}, {"hop_us", hop * 1e6}, {"busy_hop_us", busy_hop * 1e6},
+          {"points", points}, {"hop_us", mean_us(hop)}, {"busy_hop_us", mean_us(busy_hop)},
+          {"hop_samples_us", in_us(hop)}, {"busy_hop_samples_us", in_us(busy_hop)},
           {"hop_method", "a pipeline hop: rank 1 waits politely while rank 0 computes for 2-9 ms, then posts header, "
                          "64 plan words and 4 KiB of hidden states and computes on (eager-sized pieces, as the pipeline "
                          "sends), rank 1 receives them; mean "

@@ -4,8 +4,8 @@
 // sharing probe's speed(k) (ranks that compute without pause), this speed includes what only a pipeline
 // meets: ranks that wake, nap and land on a CPU the scheduler picks at that moment, and a CPU left idle
 // beside a doubled one (benchmarks/results/cpu/2026-12-06/pp4_path). Doctor writes it as
-// device.sharing.pipeline_speed; the simulator does not read it: its run queues at these speeds held pp 4
-// in no more runs than at speed(k) (pp4_path/README.md), and the stages' lockstep is what remains.
+// device.sharing.pipeline_speed; the simulator's run queues take it where a node holds more pipeline ranks
+// than CPUs (CoreSharing::in_pipeline).
 #pragma once
 
 #include <mpi.h>
