@@ -7,7 +7,6 @@
 #include <functional>
 #include <limits>
 #include <queue>
-#include <random>
 #include <set>
 
 #include "kernels/gemm_tuning.h"
@@ -95,8 +94,6 @@ class PipelineModel {
         if (n > 1) return false;
     return true;
   }
-  // The node's sharing as a pipeline of its ranks meets it (CoreSharing::in_pipeline), for the run queues.
-  const CoreSharing& pipeline_sharing(int node) const { return in_pipeline_[static_cast<size_t>(node)]; }
   // Ranks of `stage` (all replicas, all TP ranks) on `node`.
   int ranks_on(int node, size_t stage) const { return ranks_on_node_[static_cast<size_t>(node)][stage]; }
 
@@ -145,7 +142,6 @@ class PipelineModel {
       for (int s = 0; s < l.pipeline; ++s)
         for (int t = 0; t < l.tensor; ++t)
           ++ranks_on_node_[static_cast<size_t>(((d * l.pipeline + s) * l.tensor + t) / c.gpus_per_node)][static_cast<size_t>(s)];
-    for (int n = 0; n < c.nodes; ++n) in_pipeline_.push_back(sharing().in_pipeline(ranks_on(n)));
   }
 
   const ModelSpec& spec_;
@@ -158,7 +154,6 @@ class PipelineModel {
   double back_ = 0;
   std::vector<int> node_of_stage_;
   std::vector<std::vector<int>> ranks_on_node_;
-  std::vector<CoreSharing> in_pipeline_;  // per node: sharing() as a pipeline of its ranks meets it
 };
 
 struct RequestTimes {
@@ -350,15 +345,15 @@ class EventLoop {
     }
   }
 
-  // Each busy stage's rate on `node` (the node's run queues at the speeds a pipeline of its ranks meets,
-  // or cpu_node_rates over the busy stages; an idle one's is unused).
+  // Each busy stage's rate on `node` (the node's run queues, or cpu_node_rates over the busy stages; an
+  // idle one's is unused).
   std::vector<double> shares(int node) {
     if (model_.per_cpu_queues()) {
       std::vector<bool> busy(tasks_.size(), false);
       for (size_t s = 0; s < tasks_.size(); ++s) busy[s] = tasks_[s].busy && model_.node_of(s) == node;
       CpuRunQueues& q = run_queues_[static_cast<size_t>(node)];
       q.settle(busy);
-      return q.rates(model_.pipeline_sharing(node), model_.sharing().sticky(model_.ranks_on(node)));
+      return q.rates(model_.sharing(), model_.sharing().sticky(model_.ranks_on(node)));
     }
     std::vector<int> ranks(tasks_.size(), 0);
     std::vector<double> turns(tasks_.size(), 0.0);
@@ -425,12 +420,8 @@ class EventLoop {
     int computing = 0;
     for (size_t s = 0; s < tasks_.size(); ++s)
       if (tasks_[s].busy && s != stage) computing += model_.ranks_on(node, s);
-    const bool busy = computing >= c.cpus;
-    const std::vector<double>& drawn = busy ? c.busy_hop_samples_s : c.hop_samples_s;
-    if (drawn.empty()) return busy ? c.busy_hop_s : c.hop_s;
-    return drawn[std::uniform_int_distribution<size_t>(0, drawn.size() - 1)(hop_rng_)];
+    return computing >= c.cpus ? c.busy_hop_s : c.hop_s;
   }
-  mutable std::mt19937 hop_rng_{1};  // which of doctor's hops a hop takes: drawn, from a fixed seed
 
   const PipelineModel& model_;
   const SimWorkload& w_;
