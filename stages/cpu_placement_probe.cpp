@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/matmul.h"
 #include "runtime/core/error.h"
+#include "stages/cpu_probe_mpi.h"
 
 namespace conveyor {
 namespace {
@@ -81,23 +82,13 @@ PlacementTrace run_rank(int rank, int ranks, Clock::time_point start, Clock::tim
 
 // Every rank's trace on rank 0 of `node` (the others get none).
 std::vector<PlacementTrace> gather(MPI_Comm node, const PlacementTrace& mine) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(node, &rank);
-  MPI_Comm_size(node, &size);
   std::vector<int64_t> flat = {static_cast<int64_t>(mine.phases.size())};
   for (const auto& [a, b] : mine.phases) flat.push_back(a), flat.push_back(b);
   for (const auto& [t, c] : mine.cpu_at) flat.push_back(t), flat.push_back(c);
-  int n = static_cast<int>(flat.size());
-  std::vector<int> counts(static_cast<size_t>(size)), offsets(static_cast<size_t>(size), 0);
-  CONVEYOR_MPI_CHECK(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, node));
-  for (int r = 1; r < size; ++r) offsets[static_cast<size_t>(r)] = offsets[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
-  std::vector<int64_t> all(rank == 0 ? static_cast<size_t>(offsets.back() + counts.back()) : 0);
-  CONVEYOR_MPI_CHECK(MPI_Gatherv(flat.data(), n, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, 0, node));
   std::vector<PlacementTrace> out;
-  if (rank != 0) return out;
-  for (int r = 0; r < size; ++r) {
-    const int64_t* p = all.data() + offsets[static_cast<size_t>(r)];
-    const int64_t* stop = p + counts[static_cast<size_t>(r)];
+  for (const std::vector<int64_t>& v : gather_to_root(node, flat)) {
+    const int64_t* p = v.data();
+    const int64_t* stop = p + v.size();
     PlacementTrace t;
     const int64_t phases = *p++;
     for (int64_t i = 0; i < phases; ++i, p += 2) t.phases.emplace_back(p[0], p[1]);
@@ -105,17 +96,6 @@ std::vector<PlacementTrace> gather(MPI_Comm node, const PlacementTrace& mine) {
     out.push_back(std::move(t));
   }
   return out;
-}
-
-// Waits at a barrier of `node` without spinning a core (MPI's blocking calls busy-poll).
-void nap_barrier(MPI_Comm node) {
-  MPI_Request r;
-  CONVEYOR_MPI_CHECK(MPI_Ibarrier(node, &r));
-  for (int done = 0;;) {
-    CONVEYOR_MPI_CHECK(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
-    if (done) return;
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
 }
 
 }  // namespace
@@ -193,12 +173,12 @@ nlohmann::json measure_stayer_placement(MPI_Comm node) {
   nlohmann::json by_ranks = nlohmann::json::array();
   double last = 0;
   for (int ranks = cpus + 1; ranks <= size; ++ranks) {
-    nap_barrier(node);
+    polite_barrier(node);
     int64_t start_ns = ns_of(Clock::now() + std::chrono::milliseconds(20));
     CONVEYOR_MPI_CHECK(MPI_Bcast(&start_ns, 1, MPI_INT64_T, 0, node));
     const Clock::time_point start{std::chrono::nanoseconds(start_ns)}, end = start + kWindow;
     const PlacementTrace mine = run_rank(rank, ranks, start, end, work);
-    nap_barrier(node);  // ranks left out of this round must not busy-poll in the gather while others run
+    polite_barrier(node);  // ranks left out of this round must not busy-poll in the gather while others run
     const std::vector<PlacementTrace> all = gather(node, mine);
     double out[5] = {0, 0, 0, 0, 0};
     if (rank == 0) {

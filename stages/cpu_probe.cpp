@@ -29,6 +29,7 @@
 #include "runtime/sampling/sampler.h"
 #include "stages/cpu_ceilings.h"
 #include "stages/cpu_placement_probe.h"
+#include "stages/cpu_probe_mpi.h"
 #include "stages/cpu_ring_probe.h"
 #include "stages/cpu_transport.h"
 #include "stages/device_profile.h"
@@ -313,20 +314,6 @@ nlohmann::json step_overhead_section() {
   return {{"method", "the leader's scheduler: schedule(), the plan's encode and decode, on_step_done() for 16 "
                      "sequences decoding; median of 7 samples"},
           {"us", t * 1e6}};
-}
-
-// Waits at a barrier of `comm` without spinning a core (MPI's blocking calls busy-poll).
-void polite_barrier(MPI_Comm comm) {
-  MPI_Request r;
-  CONVEYOR_MPI_CHECK(MPI_Ibarrier(comm, &r));
-  int done = 0;
-  auto pause = std::chrono::microseconds(2);  // as wait_politely waits: its wake-ups cost the others too
-  for (;;) {
-    CONVEYOR_MPI_CHECK(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
-    if (done) return;
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(100));
-  }
 }
 
 // One pipeline hop as a stage lives it: rank 1 starts waiting as a stage waits (wait_politely) while

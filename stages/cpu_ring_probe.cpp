@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "runtime/core/error.h"
+#include "stages/cpu_probe_mpi.h"
 
 namespace conveyor {
 namespace {
@@ -21,17 +22,6 @@ constexpr int kPhasesPerRank = 48;  // ~0.5-1 s a ring; the first round is not c
 constexpr int kRepeats = 2;         // rings per r, pooled: one ring's mix of placements varies
 
 int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
-
-// Tests `r` with naps of 2 us doubling to 100 us, as wait_politely (stages/cpu_transport.h) waits.
-void wait_napping(MPI_Request* r) {
-  auto pause = std::chrono::microseconds(2);
-  for (int done = 0;;) {
-    CONVEYOR_MPI_CHECK(MPI_Test(r, &done, MPI_STATUS_IGNORE));
-    if (done) return;
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(100));
-  }
-}
 
 // Rank `rank` of a ring of `ranks` on `node`: rank 0 starts with every token; each rank computes
 // `phases` phases of `calls` calls, one per token received, and passes the token on. Rank 0 receives
@@ -63,40 +53,19 @@ RingTrace run_ring_rank(MPI_Comm node, int rank, int ranks, int phases, int call
 
 // Every rank's trace on rank 0 of `node` (the others get none).
 std::vector<RingTrace> gather_rings(MPI_Comm node, const RingTrace& mine) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(node, &rank);
-  MPI_Comm_size(node, &size);
   std::vector<int64_t> flat = {static_cast<int64_t>(mine.phases.size())};
   for (const auto& [a, b] : mine.phases) flat.push_back(a), flat.push_back(b);
   flat.insert(flat.end(), mine.call_ends.begin(), mine.call_ends.end());
-  int n = static_cast<int>(flat.size());
-  std::vector<int> counts(static_cast<size_t>(size)), offsets(static_cast<size_t>(size), 0);
-  CONVEYOR_MPI_CHECK(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, node));
-  for (int r = 1; r < size; ++r) offsets[static_cast<size_t>(r)] = offsets[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
-  std::vector<int64_t> all(rank == 0 ? static_cast<size_t>(offsets.back() + counts.back()) : 0);
-  CONVEYOR_MPI_CHECK(MPI_Gatherv(flat.data(), n, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, 0, node));
   std::vector<RingTrace> out;
-  for (int r = 0; rank == 0 && r < size; ++r) {
-    const int64_t* p = all.data() + offsets[static_cast<size_t>(r)];
-    const int64_t* stop = p + counts[static_cast<size_t>(r)];
+  for (const std::vector<int64_t>& v : gather_to_root(node, flat)) {
+    const int64_t* p = v.data();
     RingTrace t;
     const int64_t phases = *p++;
     for (int64_t i = 0; i < phases; ++i, p += 2) t.phases.emplace_back(p[0], p[1]);
-    t.call_ends.assign(p, stop);
+    t.call_ends.assign(p, v.data() + v.size());
     out.push_back(std::move(t));
   }
   return out;
-}
-
-// Waits at a barrier of `node` without spinning a core (MPI's blocking calls busy-poll).
-void nap_barrier(MPI_Comm node) {
-  MPI_Request r;
-  CONVEYOR_MPI_CHECK(MPI_Ibarrier(node, &r));
-  for (int done = 0;;) {
-    CONVEYOR_MPI_CHECK(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
-    if (done) return;
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
 }
 
 }  // namespace
@@ -147,9 +116,9 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
   for (int ranks = cpus + 1; ranks <= size; ++ranks) {
     RingSpeed counts;
     for (int rep = 0; rep < kRepeats; ++rep) {
-      nap_barrier(node);
+      polite_barrier(node);
       const RingTrace mine = rank < ranks ? run_ring_rank(node, rank, ranks, kPhasesPerRank, calls, call) : RingTrace{};
-      nap_barrier(node);  // ranks left out of this ring must not busy-poll in the gather while others run
+      polite_barrier(node);  // ranks left out of this ring must not busy-poll in the gather while others run
       std::vector<RingTrace> all = gather_rings(node, mine);
       if (rank != 0) continue;
       all.resize(static_cast<size_t>(ranks));
