@@ -227,8 +227,8 @@ struct PagedAttentionArgs {
 
 // The flash-attention tile kernel for sequences with more than one new token (attention_prefill.cu);
 // an FP8 cache (a.kv_fp8) is converted to dt exactly as its tiles are loaded.
-// It runs on mma.sync, or where asked for (set_prefill_attention_kernel, CONVEYOR_PREFILL_ATTENTION; attention.h)
-// on Hopper's warpgroup MMA (attention_prefill_wgmma.cu: an sm_90 GPU and a build with sm_90a code).
+// It runs on Hopper's warpgroup MMA where the GPU is sm_90 and the build has sm_90a code
+// (attention_prefill_wgmma.cu), else on mma.sync; set_prefill_attention_kernel (attention.h) forces one.
 bool prefill_kernel_supports(int head_dim);
 void launch_prefill_attention(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s);
 bool wgmma_prefill_built();  // the current device runs the sm_90a code (a synchronous query: not while capturing)

@@ -306,9 +306,11 @@ bool use_wgmma(cudaStream_t s) {
   if (g_wgmma < 0) {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(s, &st));
-    if (st != cudaStreamCaptureStatusNone && k == PrefillAttentionKernel::kAuto) return false;
-    CONVEYOR_CHECK(st == cudaStreamCaptureStatusNone, "prefill attention: the wgmma kernel was asked for inside a "
-                   "stream capture before any launch outside one");
+    if (st != cudaStreamCaptureStatusNone) {
+      CONVEYOR_CHECK(k == PrefillAttentionKernel::kAuto, "prefill attention: the wgmma kernel was asked for "
+                     "inside a stream capture before any launch outside one");
+      return false;
+    }
     g_wgmma = wgmma_prefill_built() ? 1 : 0;
   }
   CONVEYOR_CHECK(g_wgmma == 1 || k == PrefillAttentionKernel::kAuto, "prefill attention: the wgmma kernel was "

@@ -76,10 +76,10 @@ template <int R>
 struct Swizzled {
   static __device__ __forceinline__ int row(int i) { return (i / 8) % R; }
   static __device__ __forceinline__ int col(int i) { return (i / (8 * R)) * 64 + (i % 8) * 8; }
-  static __device__ __forceinline__ int offset(int i) {  // in elements
-    const int r = row(i);
-    return (i / (8 * R)) * (R * 64) + r * 64 + ((i % 8) ^ (r % 8)) * 8;
+  static __device__ __forceinline__ int at(int r, int c) {  // element (r, c), in elements
+    return (c / 64) * (R * 64) + r * 64 + (((c % 64) / 8) ^ (r % 8)) * 8 + c % 8;
   }
+  static __device__ __forceinline__ int offset(int i) { return at(row(i), col(i)); }
 };
 constexpr uint32_t kAtomBytes = 1024;  // 8 rows of 128 bytes
 
@@ -292,8 +292,7 @@ __device__ __forceinline__ void load_q_frags(uint32_t (&qf)[D / 16][4], const ui
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int row = warp_row + g + 8 * (i & 1), col = 16 * kk + 8 * (i >> 1) + 2 * tq;
-      const int at = (col / 64) * kRows * 64 + row * 64 + (((col % 64) / 8) ^ (row % 8)) * 8 + col % 8;
-      qf[kk][i] = *reinterpret_cast<const uint32_t*>(q_s + at);
+      qf[kk][i] = *reinterpret_cast<const uint32_t*>(q_s + Swizzled<kRows>::at(row, col));
     }
 }
 
@@ -425,13 +424,13 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
     load(j + kAhead);
     const int pn = k0 + kStages * kKeys + t;  // tile j + kStages: its table entry travels while this tile computes
     const int entry = t < kKeys ? table_entry(table, a, pn, r.cta_last) : -1;
-    const bool touch = k0 <= gr.y && k0 + kKeys - 1 >= gr.x;  // uniform over the warpgroup
     const uint16_t* k_s = kv_s + 2 * (j % kStages) * kTile;
     const uint16_t* q_g = q_s + group * kGroupRows * 64;
     if constexpr (kSchedule >= kOverlap) {
       attend_tile_overlap<T, D, kSchedule == kOverlapQreg>(pend, o, m, l, q_g, qf, k_s, k_s + kTile, r, k0,
                                                            a.scale_log2);
     } else {
+      const bool touch = k0 <= gr.y && k0 + kKeys - 1 >= gr.x;  // uniform over the warpgroup
       attend_tile<T, D>(touch, o, m, l, q_g, k_s, k_s + kTile, r, k0, a.scale_log2);
     }
     if (t < kKeys) rows_s[j % kStages][t] = row_offset(a, entry, pn, D);  // tile j's offsets are used up

@@ -80,20 +80,11 @@ class PipelineModel {
   const CoreSharing& sharing() const { return dev_.measured.sharing; }
   int node_of(size_t stage) const { return node_of_stage_[stage]; }
   int nodes() const { return static_cast<int>(ranks_on_node_.size()); }
-  int ranks_on(int node) const {
-    int n = 0;
-    for (int r : ranks_on_node_[static_cast<size_t>(node)]) n += r;
-    return n;
-  }
+  // The stickiness doctor measured for the node's ranks (CoreSharing::sticky).
+  double node_sticky(int node) const { return node_sticky_[static_cast<size_t>(node)]; }
   // One rank per stage and node, no TP (a rank that waits in all-reduces is placed by cpu_node_rates'
   // turns instead), and doctor measured where a woken rank lands: the node's CPUs run queues of their own.
-  bool per_cpu_queues() const {
-    if (sharing().stickiness.empty() || sharing().cpus <= 0 || w_.tensor > 1) return false;
-    for (const auto& node : ranks_on_node_)
-      for (int n : node)
-        if (n > 1) return false;
-    return true;
-  }
+  bool per_cpu_queues() const { return per_cpu_queues_; }
   // Ranks of `stage` (all replicas, all TP ranks) on `node`.
   int ranks_on(int node, size_t stage) const { return ranks_on_node_[static_cast<size_t>(node)][stage]; }
 
@@ -142,6 +133,12 @@ class PipelineModel {
       for (int s = 0; s < l.pipeline; ++s)
         for (int t = 0; t < l.tensor; ++t)
           ++ranks_on_node_[static_cast<size_t>(((d * l.pipeline + s) * l.tensor + t) / c.gpus_per_node)][static_cast<size_t>(s)];
+    per_cpu_queues_ = !sharing().stickiness.empty() && sharing().cpus > 0 && w_.tensor <= 1;
+    for (const std::vector<int>& node : ranks_on_node_) {
+      int ranks = 0;
+      for (int n : node) ranks += n, per_cpu_queues_ = per_cpu_queues_ && n <= 1;
+      node_sticky_.push_back(sharing().sticky(ranks));
+    }
   }
 
   const ModelSpec& spec_;
@@ -154,6 +151,8 @@ class PipelineModel {
   double back_ = 0;
   std::vector<int> node_of_stage_;
   std::vector<std::vector<int>> ranks_on_node_;
+  bool per_cpu_queues_ = false;
+  std::vector<double> node_sticky_;  // per node
 };
 
 struct RequestTimes {
@@ -353,7 +352,7 @@ class EventLoop {
       for (size_t s = 0; s < tasks_.size(); ++s) busy[s] = tasks_[s].busy && model_.node_of(s) == node;
       CpuRunQueues& q = run_queues_[static_cast<size_t>(node)];
       q.settle(busy);
-      return q.rates(model_.sharing(), model_.sharing().sticky(model_.ranks_on(node)));
+      return q.rates(model_.sharing(), model_.node_sticky(node));
     }
     std::vector<int> ranks(tasks_.size(), 0);
     std::vector<double> turns(tasks_.size(), 0.0);
