@@ -119,11 +119,10 @@ __device__ __forceinline__ void load_q_tile(uint16_t* q_s, const PagedAttentionA
   }
 }
 
-// S = Q K^T for the warp's two m-tiles and the tile's kKeys keys, scaled to log2 units and (kMask)
-// masked. Q fragments by ldmatrix from q_w (the warp's 32 rows); each K fragment feeds both m-tiles.
+// S = Q K^T for the warp's two m-tiles and the tile's kKeys keys, (kMask) masked. Q fragments by ldmatrix from q_w (the warp's 32 rows); each K fragment feeds both m-tiles.
 template <typename T, int D, int kStride, bool kMask>
 __device__ __forceinline__ void tile_scores(float (&s)[kMt][kKeys / 8][4], const uint16_t* q_w, const uint16_t* k_s,
-                                            const RowRanges<kMt>& r, int k0, float scale_log2) {
+                                            const RowRanges<kMt>& r, int k0) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int mt = 0; mt < kMt; ++mt)
@@ -150,8 +149,10 @@ __device__ __forceinline__ void tile_scores(float (&s)[kMt][kKeys / 8][4], const
       }
     }
   }
+  if constexpr (kMask) {
 #pragma unroll
-  for (int mt = 0; mt < kMt; ++mt) scale_mask<kMask>(s[mt], r, mt, k0, scale_log2);
+    for (int mt = 0; mt < kMt; ++mt) mask_scores(s[mt], r, mt, k0);
+  }
 }
 
 // O += P V for both m-tiles: P straight from the S accumulators (their layout is the A-operand layout),
@@ -194,12 +195,12 @@ __device__ __forceinline__ void attend_tile(float (&o)[kMt][D / 8][4], float (&m
                                             const RowRanges<kMt>& r, int k0, float scale_log2) {
   float s[kMt][kKeys / 8][4];
   if (k0 >= r.whole_first && k0 + kKeys - 1 <= r.whole_last) {  // uniform over the warp
-    tile_scores<T, D, kStride, false>(s, q_w, k_s, r, k0, scale_log2);
+    tile_scores<T, D, kStride, false>(s, q_w, k_s, r, k0);
   } else {
-    tile_scores<T, D, kStride, true>(s, q_w, k_s, r, k0, scale_log2);
+    tile_scores<T, D, kStride, true>(s, q_w, k_s, r, k0);
   }
 #pragma unroll
-  for (int mt = 0; mt < kMt; ++mt) softmax_update<D>(s[mt], o[mt], m[mt], l[mt]);
+  for (int mt = 0; mt < kMt; ++mt) softmax_update<D>(s[mt], o[mt], m[mt], l[mt], scale_log2);
   accumulate_pv<T, D, kStride>(o, s, v_s);
 }
 

@@ -121,44 +121,52 @@ __device__ __forceinline__ RowRanges<kMt> row_ranges(const PagedAttentionArgs& a
   return r;
 }
 
-// Scales one m-tile's scores (m-tile mt of the lane's RowRanges) to log2 units and (kMask) masks the keys a
-// row does not see. Accumulator e of chunk n: row g + 8 (e >> 1), key k0 + 8 n + 2 tq + (e & 1).
-template <bool kMask, int kMt>
-__device__ __forceinline__ void scale_mask(float (&s)[kKeys / 8][4], const RowRanges<kMt>& r, int mt, int k0,
-                                           float scale_log2) {
-  const int tq = threadIdx.x % 4;
-#pragma unroll
-  for (int n = 0; n < kKeys / 8; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = e >> 1, p = k0 + n * 8 + 2 * tq + (e & 1);
-      s[n][e] = !kMask || (p <= r.pos[mt][i] && p >= r.lo(r.pos[mt][i])) ? s[n][e] * scale_log2 : kNegInf;
-    }
-}
-
-// The online softmax's first half over one tile for one m-tile: new row maxima (shared by the 4 lanes of a
-// row), s turned into probabilities, the partial sums rescaled and extended; alpha: the factor by which the
-// rows' earlier O must be scaled (softmax_rescale). Split from it so that a product still writing O can run
-// while this half does.
-__device__ __forceinline__ void softmax_probs(float (&s)[kKeys / 8][4], float (&m)[2], float (&l)[2],
-                                              float (&alpha)[2]) {
+// Masks the keys a row does not see in one m-tile's raw scores (m-tile mt of the lane's RowRanges) to -inf;
+// the scale is applied in softmax_probs. Accumulator e of chunk n: row g + 8 (e >> 1), key k0 + 8 n + 2 tq +
+// (e & 1): visible when lo <= 8 n + (e & 1) <= hi, the row's bounds taken relative to the lane's first key.
+template <int kMt>
+__device__ __forceinline__ void mask_scores(float (&s)[kKeys / 8][4], const RowRanges<kMt>& r, int mt, int k0) {
+  const int first = k0 + 2 * (threadIdx.x % 4);
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    float mx = m[i];
+    const int pos = r.pos[mt][i];
+    const int hi = pos - first, lo = r.lo(pos) - first;  // pos -1 (a row past the chunk): hi < 0, nothing seen
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int off = 8 * n + e;
+        if (off < lo || off > hi) s[n][2 * i + e] = kNegInf;
+      }
+  }
+}
+
+// The online softmax's first half over one tile for one m-tile, from raw scores (masked to -inf where not
+// seen): new row maxima in log2 units (scores times scale_log2; shared by the 4 lanes of a row), s turned into
+// probabilities, each one FMA and one MUFU.EX2, the partial sums rescaled and extended; alpha: the factor by
+// which the rows' earlier O must be scaled (softmax_rescale). Split from it so that a product still writing O
+// can run while this half does.
+__device__ __forceinline__ void softmax_probs(float (&s)[kKeys / 8][4], float (&m)[2], float (&l)[2],
+                                              float (&alpha)[2], float scale_log2) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float mx = kNegInf;
 #pragma unroll
     for (int n = 0; n < kKeys / 8; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * i], s[n][2 * i + 1]));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    mx = fmaxf(m[i], mx * scale_log2);  // scale_log2 > 0: the maximum of the scaled scores
     const float safe = mx == kNegInf ? 0.f : mx;  // nothing visible yet: keep everything at zero
-    alpha[i] = exp2f(m[i] - safe);
+    alpha[i] = fast_exp2(m[i] - safe);
     m[i] = mx;
-    l[i] *= alpha[i];
+    float sum = 0.f;
 #pragma unroll
     for (int n = 0; n < kKeys / 8; ++n) {
-      s[n][2 * i] = exp2f(s[n][2 * i] - safe);
-      s[n][2 * i + 1] = exp2f(s[n][2 * i + 1] - safe);
-      l[i] += s[n][2 * i] + s[n][2 * i + 1];
+      s[n][2 * i] = fast_exp2(fmaf(s[n][2 * i], scale_log2, -safe));
+      s[n][2 * i + 1] = fast_exp2(fmaf(s[n][2 * i + 1], scale_log2, -safe));
+      sum += s[n][2 * i] + s[n][2 * i + 1];
     }
+    l[i] = l[i] * alpha[i] + sum;
   }
 }
 
@@ -176,9 +184,9 @@ __device__ __forceinline__ void softmax_rescale(float (&o)[D / 8][4], const floa
 // Online softmax over one tile for one m-tile: both halves.
 template <int D>
 __device__ __forceinline__ void softmax_update(float (&s)[kKeys / 8][4], float (&o)[D / 8][4], float (&m)[2],
-                                               float (&l)[2]) {
+                                               float (&l)[2], float scale_log2) {
   float alpha[2];
-  softmax_probs(s, m, l, alpha);
+  softmax_probs(s, m, l, alpha, scale_log2);
   softmax_rescale<D>(o, alpha);
 }
 

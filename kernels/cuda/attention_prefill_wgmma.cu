@@ -4,9 +4,11 @@
 // in wgmma's 128-byte-swizzled layout, so S = Q K^T reads both operands straight from shared memory, and
 // O += P V takes P from registers (the S accumulators, packed to 16 bits) and V from shared memory as an
 // MN-major operand; nothing goes through ldmatrix. K/V tiles of 64 positions travel by cp.async into four
-// buffers, two tiles ahead of the one computed (one barrier per tile); the block-table entries further
-// ahead. How products and softmax interleave is a Schedule (CONVEYOR_WGMMA_SCHEDULE). Masks, the online
-// softmax and the output are attention_prefill_tile.cuh's.
+// stages. By default (the ws schedule) a third warpgroup only loads them and hands each stage over by
+// mbarriers, so the two computing warpgroups never meet at a CTA barrier; the other schedules load from
+// the computing threads, two tiles ahead, with one barrier per tile. How products and softmax interleave
+// is a Schedule (CONVEYOR_WGMMA_SCHEDULE). Masks, the online softmax and the output are
+// attention_prefill_tile.cuh's.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -16,6 +18,7 @@
 
 #include "kernels/cuda/attention_device.cuh"
 #include "kernels/cuda/attention_prefill_tile.cuh"
+#include "kernels/cuda/wgmma.cuh"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/error.h"
 
@@ -24,10 +27,6 @@ namespace {
 
 using namespace prefill;  // NOLINT: the shared tile pieces
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define CONVEYOR_WGMMA 1
-#endif
-
 constexpr int kGroups = 2;                 // warpgroups per CTA
 constexpr int kGroupRows = 64;             // query rows per warpgroup (wgmma's M)
 constexpr int kRows = kGroups * kGroupRows;
@@ -35,6 +34,9 @@ constexpr int kThreads = 128 * kGroups;
 constexpr int kStages = 4;                 // K/V tile buffers: two tiles travel while one computes (and kOverlap's
                                            // previous tile's V is still read)
 constexpr int kAhead = 2;                  // tiles loaded ahead of the one computed
+constexpr int kProducers = 128;            // kWs: the producer warpgroup (one warp's cp.async land too slowly:
+                                           // 185 TFLOP/s at 8k, the consumers waiting on half their samples)
+constexpr int kWsThreads = kThreads + kProducers;
 
 // How the warpgroups order their products and softmax (CONVEYOR_WGMMA_SCHEDULE; raced by attention_bench):
 // kSync: each product waited for where it ends (an O += P V left running into a softmax that rescales O
@@ -47,7 +49,11 @@ constexpr int kAhead = 2;                  // tiles loaded ahead of the one comp
 //   an SM's 128 bytes per cycle).
 // Round 7 also raced two schedules with the warpgroups staggered by named barriers (pingpong, 260 TFLOP/s
 // at 8k; overlap_pingpong, 288, against overlap's 297): the per-tile barrier keeps them in step already.
-enum Schedule { kSync = 0, kOverlap = 1, kOverlapQreg = 2 };
+// kWs: kOverlap in a warp-specialized CTA: producer warps load the K/V tiles and
+//   the consumer warpgroups only compute, stages handed over by mbarriers (full: landed; empty: both
+//   warpgroups are done with it) instead of a CTA barrier per tile, so each warpgroup runs at its own pace
+//   (Q in registers too would spill at head_dim 128: 384 threads leave 168 registers a thread).
+enum Schedule { kSync = 0, kOverlap = 1, kOverlapQreg = 2, kWs = 3 };
 
 // Set by the device code the driver loaded: 1 when it is the wgmma build (sm_90a), so the host knows
 // whether this kernel exists on the current GPU.
@@ -58,115 +64,6 @@ __device__ int g_wgmma_built = 0;
 #endif
 
 #if defined(CONVEYOR_WGMMA)  // the device code of the sm_90a build
-// A shared-memory matrix descriptor for the 128-byte swizzle: start address, LBO and SBO in 16-byte units.
-// K-major operands (Q, K): SBO the next 8 rows (1,024 bytes), LBO unused. MN-major (V): LBO the next 64
-// columns (a half), SBO the next 8 rows.
-__device__ __forceinline__ uint64_t smem_desc(const void* p, uint32_t lbo, uint32_t sbo) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
-         (static_cast<uint64_t>(sbo >> 4) << 32) | (1ull << 62);
-}
-
-// The 128-byte-swizzled layout of an R x D tile of 16-bit elements (wgmma's canonical SW128 layout; the
-// same bytes serve as a K-major operand for Q and K and an MN-major one for V): the D columns in halves of
-// 64 (128 bytes), each half R rows of 128 bytes, 16-byte chunk c of row r at chunk position c ^ (r % 8)
-// (8-row atoms of 1,024 bytes; tiles start on a 1,024-byte boundary). Piece i (16 bytes) of a tile is
-// chunk i % 8 of row (i / 8) % R in half i / (8 R), so 8 consecutive threads fill one 128-byte row.
-template <int R>
-struct Swizzled {
-  static __device__ __forceinline__ int row(int i) { return (i / 8) % R; }
-  static __device__ __forceinline__ int col(int i) { return (i / (8 * R)) * 64 + (i % 8) * 8; }
-  static __device__ __forceinline__ int at(int r, int c) {  // element (r, c), in elements
-    return (c / 64) * (R * 64) + r * 64 + (((c % 64) / 8) ^ (r % 8)) * 8 + c % 8;
-  }
-  static __device__ __forceinline__ int offset(int i) { return at(row(i), col(i)); }
-};
-constexpr uint32_t kAtomBytes = 1024;  // 8 rows of 128 bytes
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
-}
-// After writes through the generic proxy (cp.async, st.shared), before wgmma reads them (async proxy).
-__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
-// Keeps the compiler from reading (or moving) accumulators before the wgmma that writes them is waited for.
-template <int N>
-__device__ __forceinline__ void fence_regs(float (&r)[N][4]) {
-#pragma unroll
-  for (int n = 0; n < N; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(r[n][e])::"memory");
-}
-
-#define CV_ACC4(d, n) "+f"(d[n][0]), "+f"(d[n][1]), "+f"(d[n][2]), "+f"(d[n][3])
-#define CV_ACC32(d) \
-  CV_ACC4(d, 0), CV_ACC4(d, 1), CV_ACC4(d, 2), CV_ACC4(d, 3), CV_ACC4(d, 4), CV_ACC4(d, 5), CV_ACC4(d, 6), CV_ACC4(d, 7)
-#define CV_ACC32_HI(d)                                                                                          \
-  CV_ACC4(d, 8), CV_ACC4(d, 9), CV_ACC4(d, 10), CV_ACC4(d, 11), CV_ACC4(d, 12), CV_ACC4(d, 13), CV_ACC4(d, 14), \
-      CV_ACC4(d, 15)
-#define CV_REGS32                                                                                                 \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
-  "%24, %25, %26, %27, %28, %29, %30, %31}"
-#define CV_REGS64                                                                                                 \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
-  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
-  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-
-// d (64 x 64, fp32) (+)= A (64 x 16, shared, K-major) * B (16 x 64, shared, K-major); accumulate = 0 overwrites.
-#define CV_WGMMA_SS_N64(TY)                                                                                \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                               \
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " CV_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n" \
-               : CV_ACC32(d)                                                                              \
-               : "l"(a), "l"(b), "r"(accumulate))
-template <typename T>
-__device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], uint64_t a, uint64_t b, int accumulate) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) CV_WGMMA_SS_N64("bf16");
-  else CV_WGMMA_SS_N64("f16");
-}
-
-// d (64 x 64, fp32) (+)= A (64 x 16, registers: the m16n8k16 A fragment of the lane's warp rows) * B (16 x 64,
-// shared, K-major); accumulate = 0 overwrites.
-#define CV_WGMMA_RS_N64_KMAJOR(TY)                                                                        \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                              \
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " CV_REGS32                     \
-               ", {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"                                          \
-               : CV_ACC32(d)                                                                             \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate))
-template <typename T>
-__device__ __forceinline__ void wgmma_rs_n64_kmajor(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b,
-                                                    int accumulate) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) CV_WGMMA_RS_N64_KMAJOR("bf16");
-  else CV_WGMMA_RS_N64_KMAJOR("f16");
-}
-
-// d (64 x N, fp32) += A (64 x 16, registers: the m16n8k16 A fragment of the lane's warp rows) * B (16 x N,
-// shared, MN-major).
-#define CV_WGMMA_RS_N64(TY)                                                                               \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                \
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " CV_REGS32                     \
-               ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"                                          \
-               : CV_ACC32(d)                                                                             \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b))
-#define CV_WGMMA_RS_N128(TY)                                                                              \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                \
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " " CV_REGS64                    \
-               ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"                                          \
-               : CV_ACC32(d), CV_ACC32_HI(d)                                                             \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b))
-template <typename T, int D>
-__device__ __forceinline__ void wgmma_rs(float (&d)[D / 8][4], const uint32_t (&a)[4], uint64_t b) {
-  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
-  if constexpr (D == 64) {
-    if constexpr (kBf16) CV_WGMMA_RS_N64("bf16");
-    else CV_WGMMA_RS_N64("f16");
-  } else {
-    if constexpr (kBf16) CV_WGMMA_RS_N128("bf16");
-    else CV_WGMMA_RS_N128("f16");
-  }
-}
 
 // Starts loading one K or V tile (kKeys positions at the pool offsets rows[], zeros where -1) into dst in
 // the swizzled layout: a 16-bit cache by cp.async (the caller commits), an FP8 one converted through registers.
@@ -239,13 +136,9 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 8][4], const uint32_t (&
   wgmma_commit();
 }
 
-// Masks the scores (kMask where some row of the warp does not see the whole tile) in log2 units.
-__device__ __forceinline__ void group_mask(float (&s)[kKeys / 8][4], const RowRanges<1>& r, int k0, float scale_log2) {
-  if (k0 >= r.whole_first && k0 + kKeys - 1 <= r.whole_last) {  // uniform over the warp
-    scale_mask<false>(s, r, 0, k0, scale_log2);
-  } else {
-    scale_mask<true>(s, r, 0, k0, scale_log2);
-  }
+// Masks the scores where some row of the warp does not see the whole tile (a branch uniform over the warp).
+__device__ __forceinline__ void group_mask(float (&s)[kKeys / 8][4], const RowRanges<1>& r, int k0) {
+  if (k0 < r.whole_first || k0 + kKeys - 1 > r.whole_last) mask_scores(s, r, 0, k0);
 }
 
 // P packed as the A fragments of the four k-steps over the tile's keys.
@@ -272,8 +165,8 @@ __device__ __forceinline__ void attend_tile(bool touch, float (&o)[D / 8][4], fl
   issue_scores<T, D>(s, q_g, k_s);
   wgmma_wait<0>();
   fence_regs<kKeys / 8>(s);
-  group_mask(s, r, k0, scale_log2);
-  softmax_update<D>(s, o, m, l);
+  group_mask(s, r, k0);
+  softmax_update<D>(s, o, m, l, scale_log2);
   pack_p<T>(s, p);
   wgmma_fence();
   issue_pv<T, D>(o, p, v_s);
@@ -345,14 +238,97 @@ __device__ __forceinline__ void attend_tile_overlap(PendingPv& pend, float (&o)[
   issue_pv<T, D>(o, pend.p, pend.v);
   wgmma_wait<1>();  // S; O += P V may still run
   fence_regs<kKeys / 8>(s);
-  scale_mask<true>(s, r, 0, k0, scale_log2);
+  group_mask(s, r, k0);
   float alpha[2];
-  softmax_probs(s, m, l, alpha);
+  softmax_probs(s, m, l, alpha, scale_log2);
   wgmma_wait<0>();
   fence_regs<D / 8>(o);
   softmax_rescale<D>(o, alpha);
   pack_p<T>(s, pend.p);
   pend.v = v_s;
+}
+// kWs: the producer warps' copy of one K and V tile (positions k0 .. + kKeys, zeros past `last`) into a
+// stage: producer thread t takes rows t / 8 + (kProducers / 8) rr, 16-byte chunk t % 8 of each 64-column
+// half, the rows' block-table entries stepped from one division; the stage's full barrier gets the thread's
+// arrival when its copies have landed (a 16-bit cache's by cp.async; an FP8 one's converted through registers).
+template <typename T, typename KV, int D>
+__device__ __forceinline__ void produce_tile(uint16_t* k_s, const PagedAttentionArgs& a, const int32_t* table,
+                                             const KV* kc, const KV* vc, int kvh, int k0, int last, uint64_t* full) {
+  constexpr int kStep = kProducers / 8;  // rows between a thread's rows
+  const int t = static_cast<int>(threadIdx.x) - kThreads;
+  int p = k0 + t / 8, idx = p / a.block_size, in_block = p % a.block_size;
+#pragma unroll
+  for (int rr = 0; rr < kKeys / kStep; ++rr, p += kStep, in_block += kStep) {
+    while (in_block >= a.block_size) in_block -= a.block_size, ++idx;
+    const int block = p <= last && idx < a.max_blocks ? __ldg(table + idx) : -1;
+    const bool ok = block >= 0 && block < a.num_blocks;
+    const long long row = ok ? (static_cast<long long>(block) * a.block_size + in_block) * a.n_kv_heads * D : 0;
+#pragma unroll
+    for (int h = 0; h < D / 64; ++h) {
+      const int i = h * 8 * kKeys + kProducers * rr + t;
+      const long long src = row + static_cast<long long>(kvh) * D + Swizzled<kKeys>::col(i);
+      uint16_t* dk = k_s + Swizzled<kKeys>::offset(i);
+      if constexpr (sizeof(KV) == 2) {
+        cp_async16(dk, kc + src, ok);
+        cp_async16(dk + kKeys * D, vc + src, ok);
+      } else {
+        *reinterpret_cast<uint4*>(dk) = ok ? load8_as<T>(kc + src) : make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(dk + kKeys * D) = ok ? load8_as<T>(vc + src) : make_uint4(0, 0, 0, 0);
+      }
+    }
+  }
+  if constexpr (sizeof(KV) == 2) {
+    mbar_arrive_cp_async(full);
+  } else {
+    fence_async_smem();
+    mbar_arrive(full);
+  }
+}
+
+// kWs's producer warps: every tile of the CTA's range, tile j into stage j % kStages once both warpgroups have
+// released the tile kStages before it.
+template <typename T, typename KV, int D>
+__device__ __forceinline__ void produce(uint16_t* kv_s, const PagedAttentionArgs& a, int seq, int kvh,
+                                        const RowRanges<1>& r, uint64_t* full, uint64_t* empty) {
+  const int32_t* table = a.block_tables + static_cast<long long>(seq) * a.max_blocks;
+  const KV* kc = static_cast<const KV*>(a.k_cache);
+  const KV* vc = static_cast<const KV*>(a.v_cache);
+  for (int k0 = r.cta_first, j = 0; k0 <= r.cta_last; k0 += kKeys, ++j) {
+    const int st = j % kStages;
+    if (j >= kStages) mbar_wait(&empty[st], (j / kStages - 1) & 1);
+    produce_tile<T, KV, D>(kv_s + 2 * st * kKeys * D, a, table, kc, vc, kvh, k0, r.cta_last, &full[st]);
+  }
+  cp_async_commit();
+  cp_async_wait<0>();  // no copy outlives its warp
+}
+
+// kWs's consumer warpgroups: Q, then the tiles as the producer hands them over (kOverlap's order), each
+// stage released once its V has been read; then the rows' output.
+template <typename T, int D>
+__device__ __forceinline__ void consume(const uint16_t* q_s, const uint16_t* kv_s, const PagedAttentionArgs& a,
+                                        const CtaTile& c, const RowRanges<1>& r, int warp_row, uint64_t* full,
+                                        uint64_t* empty) {
+  cp_async_wait<0>();  // this thread's part of Q ...
+  fence_async_smem();
+  named_barrier(1, kThreads);  // ... and every consumer's
+  float o[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0.f, 0.f};
+  uint32_t qf[D / 16][4];  // unused (kOverlapQreg's)
+  const uint16_t* q_g = q_s + (threadIdx.x / 128) * kGroupRows * 64;
+  PendingPv pend;
+  pend.clear(kv_s + kKeys * D);
+  for (int k0 = r.cta_first, j = 0; k0 <= r.cta_last; k0 += kKeys, ++j) {
+    const int st = j % kStages;
+    mbar_wait(&full[st], (j / kStages) & 1);
+    fence_async_smem();  // the producer's writes, now seen, before this warpgroup's wgmma reads them
+    const uint16_t* k_s = kv_s + 2 * st * kKeys * D;
+    attend_tile_overlap<T, D, false>(pend, o, m, l, q_g, qf, k_s, k_s + kKeys * D, r, k0, a.scale_log2);
+    if (j > 0) mbar_arrive(&empty[(j - 1) % kStages]);  // tile j - 1's V has been read
+  }
+  finish_pv<T, D>(o, pend);
+  store_rows<T, D>(a, o, l, r.pos[0], c.q0 + c.row0 + warp_row, c.head);
 }
 #endif  // CONVEYOR_WGMMA
 
@@ -450,21 +426,62 @@ struct Kernel {  // for prefill::Launch; smem over 48 KiB
   template <typename T, typename KV, int D> static auto fn() { return wgmma_prefill_kernel<T, KV, D, kSchedule>; }
 };
 
+
+
+template <typename T, typename KV, int D>
+__global__ void __launch_bounds__(kWsThreads, 1) wgmma_ws_prefill_kernel(PagedAttentionArgs a) {
+#if defined(CONVEYOR_WGMMA)
+  extern __shared__ __align__(1024) uint16_t smem[];  // Q, then (K, V) of each stage, as the kernel above
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  uint16_t* q_s = smem + ((base + 1023) / 1024 * 1024 - base) / 2;
+  uint16_t* kv_s = q_s + kRows * D;
+  __shared__ uint64_t full[kStages], empty[kStages];
+
+  CtaTile c;
+  if (!c.locate(a, kRows)) return;
+  const bool producer = threadIdx.x >= kThreads;
+  const int warp_row = producer ? 0 : threadIdx.x / 32 * 16;  // the warp's first row in the CTA's
+  const RowRanges<1> r = row_ranges<1>(a, c.q0, c.qlen, c.row0 + warp_row);
+  if (threadIdx.x == 0) {
+    for (int st = 0; st < kStages; ++st) mbar_init(&full[st], kProducers), mbar_init(&empty[st], kThreads);
+  }
+  __syncthreads();  // the barriers initialized; the last CTA-wide barrier
+  if (producer) {
+    produce<T, KV, D>(kv_s, a, c.seq, c.kvh, r, full, empty);
+    return;
+  }
+  load_q<D>(q_s, a, c.q0, c.qlen, c.row0, c.head);
+  cp_async_commit();
+  consume<T, D>(q_s, kv_s, a, c, r, warp_row, full, empty);
+#else
+  (void)a;
+  __trap();
+#endif
+}
+
+struct WsKernel {  // for prefill::Launch
+  static constexpr int kBlock = kWsThreads;
+  template <int D> static constexpr int smem() { return smem_bytes<D>(); }
+  template <typename T, typename KV, int D> static auto fn() { return wgmma_ws_prefill_kernel<T, KV, D>; }
+};
+
 template <int kSchedule>
 void launch_schedule(const PagedAttentionArgs& a, const dim3& grid, DType dt, cudaStream_t s) {
-  Launch<Kernel<kSchedule>> launch{a, grid, s};
+  using K = std::conditional_t<kSchedule == kWs, WsKernel, Kernel<kSchedule>>;
+  Launch<K> launch{a, grid, s};
   dispatch(a, dt, launch);
 }
 
-// CONVEYOR_WGMMA_SCHEDULE: overlap (the default: the fastest at 2k-16k on round 7's H100, 297 TFLOP/s at 8k
-// against sync's 292), sync or overlap_qreg (Schedule), read once per process.
+// CONVEYOR_WGMMA_SCHEDULE: ws (the default: the fastest at 2k-16k on round 8's H100, 432 TFLOP/s at 8k
+// against 299-314 for the others), overlap, sync or overlap_qreg (Schedule), read once per process.
 int schedule_from_env() {
   const char* v = std::getenv("CONVEYOR_WGMMA_SCHEDULE");
   const std::string name = v == nullptr ? "" : v;
-  if (name == "overlap" || name.empty()) return kOverlap;
+  if (name == "ws" || name.empty()) return kWs;
+  if (name == "overlap") return kOverlap;
   if (name == "sync") return kSync;
   if (name == "overlap_qreg") return kOverlapQreg;
-  CONVEYOR_THROW("CONVEYOR_WGMMA_SCHEDULE='", name, "': expected overlap, sync or overlap_qreg");
+  CONVEYOR_THROW("CONVEYOR_WGMMA_SCHEDULE='", name, "': expected ws, overlap, sync or overlap_qreg");
 }
 
 }  // namespace
@@ -488,7 +505,9 @@ bool wgmma_prefill_built() {
 void launch_wgmma_prefill(const PagedAttentionArgs& a, int max_query_len, DType dt, cudaStream_t s) {
   static const int schedule = schedule_from_env();
   const dim3 grid = prefill_grid(a, max_query_len, kRows);
-  if (schedule == kOverlapQreg) {
+  if (schedule == kWs) {
+    launch_schedule<kWs>(a, grid, dt, s);
+  } else if (schedule == kOverlapQreg) {
     launch_schedule<kOverlapQreg>(a, grid, dt, s);
   } else if (schedule == kOverlap) {
     launch_schedule<kOverlap>(a, grid, dt, s);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The next GPU round's second call, on the machine call_wgmma.sh left warm (no carry): issue 15's FP8 rows
+# The next GPU round's second call, on the machine call_wgmma.sh or call_r8b.sh left warm (no carry): issue 15's FP8 rows
 # beside the bf16 ones with the prefill kernel call_wgmma.sh chose (/tmp/wg/CHOSEN): batch 1 128/128 in
 # bf16 and in FP8 weights + FP8 KV (logging.level=debug: each GEMM shape's gemv/cuBLASLt choice), then the
 # 1,000 prompts 1024/1024 in FP8 weights + FP8 KV while time lasts.
@@ -7,7 +7,7 @@ set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
 r=/tmp/f8; mkdir -p $r
 save() { tar czf "$OUT/f8.tgz" -C /tmp f8; echo "[$(el)] $*"; }
-[ -f /tmp/wg/CHOSEN ] && { set -- $(cat /tmp/wg/CHOSEN); export CONVEYOR_PREFILL_ATTENTION=$1 CONVEYOR_WGMMA_SCHEDULE=$2; }
+[ -f /tmp/wg/CHOSEN ] && { set -- $(cat /tmp/wg/CHOSEN); export CONVEYOR_WGMMA_SCHEDULE=$1; }  # "schedule TFLOP/s"
 [ -x build/conveyor ] || { (cmake -S . -B build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a && ninja -C build -j16) > $r/build.log 2>&1; save "build rc=$?"; }
 echo "prefill: ${CONVEYOR_PREFILL_ATTENTION:-auto} ${CONVEYOR_WGMMA_SCHEDULE:-}" | tee $r/CHOSEN
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $r/gpu.txt

@@ -13,11 +13,12 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 save build
 tflops() { python3 -c "import json,sys; print(next(x['TFLOP/s'] for x in json.load(open(sys.argv[1])) if x['name']==sys.argv[2]))" "$1" "$2" 2>/dev/null || echo 0; }
 best=overlap; bestv=0
-for pp in overlap_qreg overlap sync; do
+for pp in ws overlap_qreg overlap sync; do
   CONVEYOR_WGMMA_SCHEDULE=$pp CONVEYOR_REQUIRE_GPU=1 timeout 100 build/tests/kernels_attention_gpu_test > $r/${pp}_test.log 2>&1
   rc=$?
   save "$pp test rc=$rc $(grep -E 'PASSED|FAILED' $r/${pp}_test.log | head -3 | tr '\n' ' ')"
   grep -E "differ|Failure" $r/${pp}_test.log | head -4
+  [ $rc = 0 ] || continue  # a failed (or hung) schedule is not benchmarked
   CONVEYOR_WGMMA_SCHEDULE=$pp timeout 60 build/benchmarks/attention_bench --json $r/${pp}_attention.json > $r/${pp}_attention.txt 2>&1
   w=$(tflops $r/${pp}_attention.json prefill_8192_wgmma)
   save "$pp bench rc=$? 8k wgmma $w mma.sync $(tflops $r/${pp}_attention.json prefill_8192_mma_sync) 4k $(tflops $r/${pp}_attention.json prefill_4096_wgmma) 16k $(tflops $r/${pp}_attention.json prefill_16384_wgmma)"
