@@ -52,8 +52,10 @@ constexpr int kWsThreads = kThreads + kProducers;
 // kWs: kOverlap in a warp-specialized CTA: producer warps load the K/V tiles and
 //   the consumer warpgroups only compute, stages handed over by mbarriers (full: landed; empty: both
 //   warpgroups are done with it) instead of a CTA barrier per tile, so each warpgroup runs at its own pace
-//   (Q in registers too would spill at head_dim 128: 384 threads leave 168 registers a thread).
-enum Schedule { kSync = 0, kOverlap = 1, kOverlapQreg = 2, kWs = 3 };
+//   (Q in registers too would spill at head_dim 128: 384 threads leave 168 registers a thread);
+// kWsPingpong: kWs with the two warpgroups taking turns to issue their products (named barriers), so one's
+//   softmax runs while the other's products do (written after round 8, not yet run on a GPU).
+enum Schedule { kSync = 0, kOverlap = 1, kOverlapQreg = 2, kWs = 3, kWsPingpong = 4 };
 
 // Set by the device code the driver loaded: 1 when it is the wgmma build (sm_90a), so the host knows
 // whether this kernel exists on the current GPU.
@@ -222,13 +224,16 @@ __device__ __forceinline__ void finish_pv(float (&o)[D / 8][4], const PendingPv&
   fence_regs<D / 8>(o);
 }
 
-template <typename T, int D, bool kQreg>
+// kTurns (kWsPingpong): the warpgroup waits for its turn (named barrier 2 + its index) before issuing and
+// hands the turn to the other (2 + the other's index) after; consume sets up the first turn.
+template <typename T, int D, bool kQreg, bool kTurns = false>
 __device__ __forceinline__ void attend_tile_overlap(PendingPv& pend, float (&o)[D / 8][4], float (&m)[2],
                                                     float (&l)[2], const uint16_t* q_g,
                                                     const uint32_t (&qf)[D / 16][4], const uint16_t* k_s,
                                                     const uint16_t* v_s, const RowRanges<1>& r, int k0,
                                                     float scale_log2) {
   float s[kKeys / 8][4];
+  if constexpr (kTurns) named_barrier(2 + threadIdx.x / 128, kThreads);
   wgmma_fence();
   if constexpr (kQreg) {
     issue_scores_rs<T, D>(s, qf, k_s);
@@ -236,6 +241,7 @@ __device__ __forceinline__ void attend_tile_overlap(PendingPv& pend, float (&o)[
     issue_scores<T, D>(s, q_g, k_s);
   }
   issue_pv<T, D>(o, pend.p, pend.v);
+  if constexpr (kTurns) named_barrier_arrive(3 - threadIdx.x / 128, kThreads);
   wgmma_wait<1>();  // S; O += P V may still run
   fence_regs<kKeys / 8>(s);
   group_mask(s, r, k0);
@@ -302,9 +308,9 @@ __device__ __forceinline__ void produce(uint16_t* kv_s, const PagedAttentionArgs
   cp_async_wait<0>();  // no copy outlives its warp
 }
 
-// kWs's consumer warpgroups: Q, then the tiles as the producer hands them over (kOverlap's order), each
-// stage released once its V has been read; then the rows' output.
-template <typename T, int D>
+// kWs's consumer warpgroups: Q, then the tiles as the producer hands them over (kOverlap's order, taking
+// turns when kTurns), each stage released once its V has been read; then the rows' output.
+template <typename T, int D, bool kTurns>
 __device__ __forceinline__ void consume(const uint16_t* q_s, const uint16_t* kv_s, const PagedAttentionArgs& a,
                                         const CtaTile& c, const RowRanges<1>& r, int warp_row, uint64_t* full,
                                         uint64_t* empty) {
@@ -319,14 +325,17 @@ __device__ __forceinline__ void consume(const uint16_t* q_s, const uint16_t* kv_
   const uint16_t* q_g = q_s + (threadIdx.x / 128) * kGroupRows * 64;
   PendingPv pend;
   pend.clear(kv_s + kKeys * D);
+  const int group = threadIdx.x / 128;
+  if (kTurns && group == 1) named_barrier_arrive(2, kThreads);  // warpgroup 0 issues first
   for (int k0 = r.cta_first, j = 0; k0 <= r.cta_last; k0 += kKeys, ++j) {
     const int st = j % kStages;
     mbar_wait(&full[st], (j / kStages) & 1);
     fence_async_smem();  // the producer's writes, now seen, before this warpgroup's wgmma reads them
     const uint16_t* k_s = kv_s + 2 * st * kKeys * D;
-    attend_tile_overlap<T, D, false>(pend, o, m, l, q_g, qf, k_s, k_s + kKeys * D, r, k0, a.scale_log2);
+    attend_tile_overlap<T, D, false, kTurns>(pend, o, m, l, q_g, qf, k_s, k_s + kKeys * D, r, k0, a.scale_log2);
     if (j > 0) mbar_arrive(&empty[(j - 1) % kStages]);  // tile j - 1's V has been read
   }
+  if (kTurns && group == 0) named_barrier(2, kThreads);  // warpgroup 1's last hand-over, left unclaimed
   finish_pv<T, D>(o, pend);
   store_rows<T, D>(a, o, l, r.pos[0], c.q0 + c.row0 + warp_row, c.head);
 }
@@ -426,9 +435,7 @@ struct Kernel {  // for prefill::Launch; smem over 48 KiB
   template <typename T, typename KV, int D> static auto fn() { return wgmma_prefill_kernel<T, KV, D, kSchedule>; }
 };
 
-
-
-template <typename T, typename KV, int D>
+template <typename T, typename KV, int D, bool kTurns>
 __global__ void __launch_bounds__(kWsThreads, 1) wgmma_ws_prefill_kernel(PagedAttentionArgs a) {
 #if defined(CONVEYOR_WGMMA)
   extern __shared__ __align__(1024) uint16_t smem[];  // Q, then (K, V) of each stage, as the kernel above
@@ -452,28 +459,30 @@ __global__ void __launch_bounds__(kWsThreads, 1) wgmma_ws_prefill_kernel(PagedAt
   }
   load_q<D>(q_s, a, c.q0, c.qlen, c.row0, c.head);
   cp_async_commit();
-  consume<T, D>(q_s, kv_s, a, c, r, warp_row, full, empty);
+  consume<T, D, kTurns>(q_s, kv_s, a, c, r, warp_row, full, empty);
 #else
   (void)a;
   __trap();
 #endif
 }
 
+template <bool kTurns>
 struct WsKernel {  // for prefill::Launch
   static constexpr int kBlock = kWsThreads;
   template <int D> static constexpr int smem() { return smem_bytes<D>(); }
-  template <typename T, typename KV, int D> static auto fn() { return wgmma_ws_prefill_kernel<T, KV, D>; }
+  template <typename T, typename KV, int D> static auto fn() { return wgmma_ws_prefill_kernel<T, KV, D, kTurns>; }
 };
 
 template <int kSchedule>
 void launch_schedule(const PagedAttentionArgs& a, const dim3& grid, DType dt, cudaStream_t s) {
-  using K = std::conditional_t<kSchedule == kWs, WsKernel, Kernel<kSchedule>>;
+  using K = std::conditional_t<(kSchedule >= kWs), WsKernel<kSchedule == kWsPingpong>, Kernel<kSchedule>>;
   Launch<K> launch{a, grid, s};
   dispatch(a, dt, launch);
 }
 
 // CONVEYOR_WGMMA_SCHEDULE: ws (the default: the fastest at 2k-16k on round 8's H100, 432 TFLOP/s at 8k
-// against 299-314 for the others), overlap, sync or overlap_qreg (Schedule), read once per process.
+// against 299-314 for the others), ws_pingpong, overlap, sync or overlap_qreg (Schedule), read once per
+// process.
 int schedule_from_env() {
   const char* v = std::getenv("CONVEYOR_WGMMA_SCHEDULE");
   const std::string name = v == nullptr ? "" : v;
@@ -481,7 +490,8 @@ int schedule_from_env() {
   if (name == "overlap") return kOverlap;
   if (name == "sync") return kSync;
   if (name == "overlap_qreg") return kOverlapQreg;
-  CONVEYOR_THROW("CONVEYOR_WGMMA_SCHEDULE='", name, "': expected ws, overlap, sync or overlap_qreg");
+  if (name == "ws_pingpong") return kWsPingpong;
+  CONVEYOR_THROW("CONVEYOR_WGMMA_SCHEDULE='", name, "': expected ws, ws_pingpong, overlap, sync or overlap_qreg");
 }
 
 }  // namespace
@@ -507,6 +517,8 @@ void launch_wgmma_prefill(const PagedAttentionArgs& a, int max_query_len, DType 
   const dim3 grid = prefill_grid(a, max_query_len, kRows);
   if (schedule == kWs) {
     launch_schedule<kWs>(a, grid, dt, s);
+  } else if (schedule == kWsPingpong) {
+    launch_schedule<kWsPingpong>(a, grid, dt, s);
   } else if (schedule == kOverlapQreg) {
     launch_schedule<kOverlapQreg>(a, grid, dt, s);
   } else if (schedule == kOverlap) {

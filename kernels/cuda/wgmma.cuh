@@ -151,9 +151,13 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
       "r"(parity)
       : "memory");
 }
-// A barrier among the `threads` threads (a multiple of 32) that name barrier `id` (0 is __syncthreads').
+// A barrier among the `threads` threads (a multiple of 32) that name barrier `id` (0 is __syncthreads'):
+// named_barrier waits for all of them; named_barrier_arrive counts this warp in and goes on.
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 #endif  // CONVEYOR_WGMMA
