@@ -97,6 +97,16 @@ double CoreSharing::sticky(int ranks) const {
   return best;
 }
 
+CoreSharing CoreSharing::in_pipeline(int ranks) const {
+  CoreSharing c = *this;
+  for (const auto& [n, v] : pipeline_speed) {
+    if (n != ranks || ranks <= cpus) continue;
+    for (size_t k = 0; k < v.size() && k < c.speed.size(); ++k)
+      if (v[k] > 0) c.speed[k] = v[k];
+  }
+  return c;
+}
+
 double CoreSharing::at(int k) const {
   if (speed.empty() || k <= 1) return speed.empty() ? 1.0 : speed.front();
   const int n = static_cast<int>(speed.size());
@@ -203,6 +213,27 @@ CoreSharing core_sharing(const nlohmann::json& j, const std::string& where) {
       CONVEYOR_CHECK(c.stickiness.empty() || ranks > c.stickiness.back().first, where, ": ", path,
                      ".stickiness must be in ascending ranks, got ", e.dump());
       c.stickiness.emplace_back(ranks, e.at("value").get<double>());
+    }
+  }
+  for (const char* key : {"hop_samples_us", "busy_hop_samples_us"}) {
+    if (!j.contains(key)) continue;
+    const nlohmann::json& v = j.at(key);
+    const bool ok = v.is_array() && std::all_of(v.begin(), v.end(), [](const nlohmann::json& x) {
+      return x.is_number() && x.get<double>() >= 0;
+    });
+    CONVEYOR_CHECK(ok, where, ": ", path, ".", key, " must be an array of numbers >= 0, got ", v.dump());
+    std::vector<double>& out = std::string(key) == "hop_samples_us" ? c.hop_samples_s : c.busy_hop_samples_s;
+    for (const auto& x : v) out.push_back(x.get<double>() * 1e-6);
+  }
+  if (j.contains("pipeline_speed")) {
+    CONVEYOR_CHECK(j.at("pipeline_speed").is_array(), where, ": ", path, ".pipeline_speed must be an array of {ranks, speed}");
+    for (const auto& e : j.at("pipeline_speed")) {
+      const bool ok = e.is_object() && e.contains("ranks") && e.contains("speed") && e.at("ranks").is_number_integer() &&
+                      e.at("speed").is_array() && e.at("speed").size() == e.at("ranks").get<size_t>() &&
+                      std::all_of(e.at("speed").begin(), e.at("speed").end(),
+                                  [](const nlohmann::json& v) { return v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 1.5; });
+      CONVEYOR_CHECK(ok, where, ": ", path, ".pipeline_speed entries must be {ranks, speed: ranks numbers in [0, 1.5]}, got ", e.dump());
+      c.pipeline_speed.emplace_back(e.at("ranks").get<int>(), e.at("speed").get<std::vector<double>>());
     }
   }
   if (j.contains("holds")) {

@@ -54,6 +54,9 @@ struct CoreSharing {
   // A waiting rank woken by a pipeline message (plan, hidden states, result) takes it this long after
   // it was sent: hop_s while the node has a free core, busy_hop_s while its cores are all computing.
   double hop_s = 0, busy_hop_s = 0;
+  // Each of doctor's hops (seconds), idle and busy: the simulator draws a hop from them where measured, as
+  // a pipeline's hops spread, which keeps its stages out of step. Empty: every hop takes the mean.
+  std::vector<double> hop_samples_s, busy_hop_samples_s;
   // While more ranks compute than the node has CPUs, a rank waiting in a TP all-reduce yields its CPU
   // (MPI's progress loop when oversubscribed) and a co-runner keeps it up to this long: the scheduler's
   // slice as a TP pair meets it (cpu_probe's yield probe). 0: not measured, plain processor sharing.
@@ -68,6 +71,13 @@ struct CoreSharing {
   std::vector<std::pair<int, double>> stickiness;
   // The stickiness measured with `ranks` ranks on the node, else the nearest measured; < 0: none measured.
   double sticky(int ranks) const;
+  // A rank's speed with k ranks computing as a pipeline of `ranks` ranks on the node meets it (cpu_ring_probe:
+  // ranks that wake and nap, CPUs left idle beside doubled ones), by ranks, ascending: (ranks, speed[k - 1]).
+  // Empty: not measured, `speed` (ranks that compute without pause) for pipelines too.
+  std::vector<std::pair<int, std::vector<double>>> pipeline_speed;
+  // This sharing with `speed` as a pipeline of `ranks` ranks meets it where the ring probe measured that
+  // many ranks, more than the CPUs (a k the ring never met keeps speed(k)); else itself.
+  CoreSharing in_pipeline(int ranks) const;
   // hold(turn): interpolated in `holds` from (0, 0), the last hold beyond the last turn, never above
   // slice_s; turn 0 (no all-reduces): slice_s.
   double hold(double turn) const;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <queue>
+#include <random>
 #include <set>
 
 #include "kernels/gemm_tuning.h"
@@ -16,6 +17,7 @@
 #include "runtime/engine/scheduler.h"
 #include "stages/partitioner.h"
 #include "stages/sim/cpu_run_queues.h"
+#include "stages/sim/hop_draws.h"
 #include "stages/stage_options.h"
 
 namespace conveyor {
@@ -85,6 +87,12 @@ class PipelineModel {
   // One rank per stage and node, no TP (a rank that waits in all-reduces is placed by cpu_node_rates'
   // turns instead), and doctor measured where a woken rank lands: the node's CPUs run queues of their own.
   bool per_cpu_queues() const { return per_cpu_queues_; }
+  // Hops between stages take a draw from doctor's samples (EventLoop::hop), not their mean.
+  bool hops_drawn() const {
+    return node_of_stage_.size() > 1 && (!sharing().hop_samples_s.empty() || !sharing().busy_hop_samples_s.empty());
+  }
+  // The node's sharing as a pipeline of its ranks meets it (CoreSharing::in_pipeline), for the run queues.
+  const CoreSharing& pipeline_sharing(int node) const { return in_pipeline_[static_cast<size_t>(node)]; }
   // Ranks of `stage` (all replicas, all TP ranks) on `node`.
   int ranks_on(int node, size_t stage) const { return ranks_on_node_[static_cast<size_t>(node)][stage]; }
 
@@ -138,6 +146,7 @@ class PipelineModel {
       int ranks = 0;
       for (int n : node) ranks += n, per_cpu_queues_ = per_cpu_queues_ && n <= 1;
       node_sticky_.push_back(sharing().sticky(ranks));
+      in_pipeline_.push_back(sharing().in_pipeline(ranks));
     }
   }
 
@@ -153,6 +162,7 @@ class PipelineModel {
   std::vector<std::vector<int>> ranks_on_node_;
   bool per_cpu_queues_ = false;
   std::vector<double> node_sticky_;  // per node
+  std::vector<CoreSharing> in_pipeline_;  // per node: sharing() as a pipeline of its ranks meets it
 };
 
 struct RequestTimes {
@@ -168,8 +178,12 @@ struct RequestTimes {
 class EventLoop {
  public:
   EventLoop(const PipelineModel& model, const SimWorkload& w, int M, int64_t requests, int64_t num_blocks, SimResult* r,
-            bool record)
-      : model_(model), w_(w), M_(M), sched_(scheduler_config(w).per_micro_batch(M), static_cast<int>(num_blocks), w.block_size),
+            bool record, unsigned hop_seed)
+      : hop_rng_(hop_seed),
+        model_(model),
+        w_(w),
+        M_(M),
+        sched_(scheduler_config(w).per_micro_batch(M), static_cast<int>(num_blocks), w.block_size),
         req_(static_cast<size_t>(requests)), r_(r), P_(r->stages.size()), record_(record) {
     for (int64_t i = 0; i < requests; ++i)
       sched_.add(i, std::vector<int32_t>(static_cast<size_t>(w.input_len), 1), w.input_len + w.output_len);
@@ -344,15 +358,15 @@ class EventLoop {
     }
   }
 
-  // Each busy stage's rate on `node` (the node's run queues, or cpu_node_rates over the busy stages; an
-  // idle one's is unused).
+  // Each busy stage's rate on `node` (the node's run queues at the speeds a pipeline of its ranks meets,
+  // or cpu_node_rates over the busy stages; an idle one's is unused).
   std::vector<double> shares(int node) {
     if (model_.per_cpu_queues()) {
       std::vector<bool> busy(tasks_.size(), false);
       for (size_t s = 0; s < tasks_.size(); ++s) busy[s] = tasks_[s].busy && model_.node_of(s) == node;
       CpuRunQueues& q = run_queues_[static_cast<size_t>(node)];
       q.settle(busy);
-      return q.rates(model_.sharing(), model_.node_sticky(node));
+      return q.rates(model_.pipeline_sharing(node), model_.node_sticky(node));
     }
     std::vector<int> ranks(tasks_.size(), 0);
     std::vector<double> turns(tasks_.size(), 0.0);
@@ -419,8 +433,12 @@ class EventLoop {
     int computing = 0;
     for (size_t s = 0; s < tasks_.size(); ++s)
       if (tasks_[s].busy && s != stage) computing += model_.ranks_on(node, s);
-    return computing >= c.cpus ? c.busy_hop_s : c.hop_s;
+    const bool busy = computing >= c.cpus;
+    const std::vector<double>& drawn = busy ? c.busy_hop_samples_s : c.hop_samples_s;
+    if (drawn.empty()) return busy ? c.busy_hop_s : c.hop_s;
+    return drawn[std::uniform_int_distribution<size_t>(0, drawn.size() - 1)(hop_rng_)];
   }
+  mutable std::mt19937 hop_rng_;  // which of doctor's hops a hop takes: drawn, from the run's fixed seed
 
   const PipelineModel& model_;
   const SimWorkload& w_;
@@ -537,7 +555,13 @@ SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, con
   const PipelineModel model(spec, cluster, l, pw, counts);
   for (size_t s = 0; s + 1 < r.stages.size(); ++s) r.stages[s].edge_crosses_node = model.edges()[s].crosses;
   r.replica_requests = (w.num_prompts + l.data - 1) / l.data;
-  EventLoop(model, run, M, r.replica_requests, r.num_blocks, &r, record).run();
+  // Hops drawn from doctor's samples: the mean of kHopDraws runs, each from its own seed (hop_draws.h).
+  std::vector<SimResult> draws(model.hops_drawn() ? kHopDraws : 1, r);
+  for (size_t d = 0; d < draws.size(); ++d) {
+    const unsigned seed = static_cast<unsigned>(d + 1);
+    EventLoop(model, run, M, r.replica_requests, r.num_blocks, &draws[d], record && d == 0, seed).run();
+  }
+  r = mean_of_draws(draws);
   for (SimStage& s : r.stages) s.bubble = 1.0 - (s.compute_s + s.allreduce_s) / r.elapsed_s;
   // The replica with the largest share finishes last.
   r.output_tokens_per_s = static_cast<double>(w.num_prompts) * w.output_len / r.elapsed_s;

@@ -8,7 +8,9 @@
 // backend, device.sharing of its doctor JSON) each run at the measured speed for the number of ranks
 // computing at that moment; beyond the node's CPUs a TP rank, which yields its CPU at each all-reduce,
 // gets a share by its turns (cpu_node_rates), and TP-less ranks queue on CPUs of their own as the kernel
-// places them (cpu_run_queues.h, weighed by doctor's stickiness). Data-parallel replicas are identical,
+// places them (cpu_run_queues.h, weighed by doctor's stickiness, at the speeds its ring probe measured for
+// a pipeline of that many ranks). Each pipeline hop takes one of doctor's hop samples, drawn, and a layout's
+// result is the mean of kHopDraws such runs (hop_draws.h). Data-parallel replicas are identical,
 // so one replica is simulated with the largest share of the requests (the router deals them round-robin).
 #pragma once
 

@@ -168,6 +168,32 @@ TEST(DeviceProfile, StayerProbeReadsWhoSharesACpu) {
   EXPECT_NEAR(m.stickiness, 1.0 / 3, 0.02);
 }
 
+// doctor's ring probe (stages/cpu_ring_probe.h): the speeds a pipeline of `ranks` ranks meets replace
+// speed(k) only for that many ranks, and only beyond the CPUs (a k the ring never met, 0, keeps speed(k));
+// the hop probe's samples, in seconds.
+TEST(DeviceProfile, ReadsThePipelineSpeeds) {
+  nlohmann::json j = load("doctor_cpu.json");
+  j["device"]["sharing"]["cpus"] = 2;
+  j["device"]["sharing"]["speed"] = {1.0, 0.9, 0.6, 0.45};
+  j["device"]["sharing"]["pipeline_speed"] = {{{"ranks", 2}, {"speed", {0.8, 0.8}}},
+                                              {{"ranks", 3}, {"speed", {0.0, 0.85, 0.58}}}};
+  const CoreSharing c = device_profile_from_json(j, "cpu.json").sharing;
+  ASSERT_EQ(c.pipeline_speed.size(), 2u);
+  EXPECT_EQ(c.in_pipeline(3).speed, (std::vector<double>{1.0, 0.85, 0.58, 0.45}));
+  EXPECT_EQ(c.in_pipeline(2).speed, c.speed);  // a CPU each: not replaced
+  EXPECT_EQ(c.in_pipeline(4).speed, c.speed);  // not measured with 4
+  j["device"]["sharing"]["busy_hop_samples_us"] = {1000.0, 3000.0};
+  EXPECT_EQ(device_profile_from_json(j, "cpu.json").sharing.busy_hop_samples_s, (std::vector<double>{1e-3, 3e-3}));
+  j["device"]["sharing"]["busy_hop_samples_us"] = {-1.0};
+  EXPECT_NE(error_of(j).find("device.sharing.busy_hop_samples_us must be an array of numbers >= 0"), std::string::npos)
+      << error_of(j);
+  j["device"]["sharing"].erase("busy_hop_samples_us");
+  j["device"]["sharing"]["pipeline_speed"][1]["speed"] = {0.9, 0.6};
+  EXPECT_NE(error_of(j).find("device.sharing.pipeline_speed entries must be {ranks, speed: ranks numbers in [0, 1.5]}"),
+            std::string::npos)
+      << error_of(j);
+}
+
 // The ring probe's reading of its traces, made by hand (ns): rank 0 computes 0-4 ms in two calls of 2 ms,
 // alone for the first and beside rank 1 (2-6 ms: calls of 1 and 3 ms) for the second; rank 1's second
 // call is alone (k at its midpoint). With a solo call of 1 ms, speed(1) = 2 calls x 1 ms / (2 + 3) ms and

@@ -323,6 +323,53 @@ TEST(ScheduleSim, RunQueuesMoveAPipelinesBubblesNotItsPlans) {
   EXPECT_EQ(simulate_layout(s, ps, w, tp2).elapsed_s, simulate_layout(s, sticky, w, tp2).elapsed_s);
 }
 
+// Doctor's ring probe (CoreSharing::pipeline_speed) sets the run queues' speeds where a node holds more
+// pipeline ranks than CPUs: pp 3 on 2 CPUs slows with ring speeds below speed(k); pp 1, pp 2 (a CPU each)
+// and TP layouts (cpu_node_rates) do not change, nor does anything without the run queues (no stickiness).
+TEST(ScheduleSim, PipelineSpeedsSetTheRunQueuesBeyondTheCpus) {
+  const ModelSpec s = model("cpu-sim-16l.yaml");
+  const SimWorkload w = cpu_workload();
+  ClusterSpec sticky = cpu_host({1, 0.9, 0.6, 0.45});
+  sticky.gpu.measured.sharing.stickiness = {{3, 1.0}, {4, 0.25}};
+  ClusterSpec ring = sticky, ring_ps = cpu_host({1, 0.9, 0.6, 0.45});
+  ring.gpu.measured.sharing.pipeline_speed = {{3, {0.85, 0.8, 0.55}}, {4, {0.8, 0.7, 0.55, 0.44}}};
+  ring_ps.gpu.measured.sharing.pipeline_speed = ring.gpu.measured.sharing.pipeline_speed;
+  SimLayout pp1, pp2, pp3, tp2;
+  pp2.pipeline = 2;
+  pp3.pipeline = 3;
+  tp2.pipeline = 2, tp2.tensor = 2;
+  const SimResult a = simulate_layout(s, sticky, w, pp3), b = simulate_layout(s, ring, w, pp3);
+  ASSERT_TRUE(a.fits && b.fits) << a.why_not << b.why_not;
+  EXPECT_EQ(a.plans, b.plans);
+  EXPECT_GT(b.elapsed_s, a.elapsed_s * 1.02);
+  for (const SimLayout& l : {pp1, pp2, tp2})
+    EXPECT_EQ(simulate_layout(s, sticky, w, l).elapsed_s, simulate_layout(s, ring, w, l).elapsed_s);
+  const ClusterSpec ps = cpu_host({1, 0.9, 0.6, 0.45});
+  EXPECT_EQ(simulate_layout(s, ps, w, pp3).elapsed_s, simulate_layout(s, ring_ps, w, pp3).elapsed_s);
+}
+
+// Hops drawn from doctor's samples (CoreSharing::busy_hop_samples_s): the same plans, another timeline; the
+// same sample every time is the mean (kHopDraws runs alike); the draws are seeded (the same answer every
+// time); pp 1 has no hops and is unchanged, bit for bit.
+TEST(ScheduleSim, HopsDrawnFromDoctorsSamples) {
+  const ModelSpec s = model("cpu-sim-16l.yaml");
+  const SimWorkload w = cpu_workload();
+  SimLayout pp3;
+  pp3.pipeline = 3;
+  ClusterSpec mean = cpu_host({1, 0.9, 0.6, 0.45});
+  mean.gpu.measured.sharing.busy_hop_s = 2e-3;
+  ClusterSpec flat = mean, spread = mean;
+  flat.gpu.measured.sharing.busy_hop_samples_s = {2e-3, 2e-3};
+  spread.gpu.measured.sharing.busy_hop_samples_s = {0.5e-3, 3.5e-3};
+  const SimResult a = simulate_layout(s, mean, w, pp3), b = simulate_layout(s, spread, w, pp3);
+  ASSERT_TRUE(a.fits && b.fits) << a.why_not << b.why_not;
+  EXPECT_NEAR(a.elapsed_s, simulate_layout(s, flat, w, pp3).elapsed_s, 1e-12 * a.elapsed_s);
+  EXPECT_EQ(a.plans, b.plans);
+  EXPECT_NE(a.elapsed_s, b.elapsed_s);
+  EXPECT_EQ(b.elapsed_s, simulate_layout(s, spread, w, pp3).elapsed_s);
+  EXPECT_EQ(simulate_layout(s, mean, w, SimLayout{}).elapsed_s, simulate_layout(s, spread, w, SimLayout{}).elapsed_s);
+}
+
 // `conveyor plan --trace`: the spans a simulated run keeps are its stages' tasks (the stage occupied:
 // compute, all-reduces, host overhead), in order on each stage, one per plan and stage; the usage a run's
 // summary computes from such spans gives the simulator's own shares.
