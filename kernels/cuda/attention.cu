@@ -1,11 +1,12 @@
-// Paged KV write and the decode side of paged attention (see attention.h). Decode: one CTA per
+// The decode side of paged attention (see attention.h; the KV write is kv_write.cu). Decode: one CTA per
 // (token, KV head, query-head chunk, context split) reads each K/V row of its split once for all query
 // heads of the chunk (GQA) through a per-thread cp.async pipeline in shared memory (several steps of
 // 16-byte copies in flight, no registers held), keeps an online softmax per lane group in fp32, and
 // merges its lane groups through shared memory; with several splits a reduce kernel merges the split
 // partials (flash-decoding). Sequences with several new tokens go to attention_prefill.cu. An FP8
 // cache runs the same kernels with a one-byte cache element (Fp8Kv): each lane copies 8 codes (8 bytes)
-// per row and converts them to fp32 in registers.
+// per row and converts them to fp32 in registers, or, in the wide layout (set_fp8_decode_wide), 16 codes
+// in one 16-byte copy.
 #include "kernels/cuda/attention.h"
 
 #include <cuda_bf16.h>
@@ -13,6 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "kernels/cuda/attention_device.cuh"
@@ -39,6 +42,8 @@ constexpr int kMinPartition = 64;        // fewest positions worth a split of th
 // 1k-16k context): 4096 beat 8192 and 16384 (fewer, longer splits; 16384 was 2-15% slower).
 constexpr long long kTargetRows = 4096;
 constexpr int kMaxHeadTile = 8;          // query heads per CTA; registers grow with it
+constexpr int kMaxHeadTileWide = 2;      // the same for the wide FP8 layout (16 elements per lane: q and the
+                                         // accumulators take 2 x 16 registers per head, under 128 in all)
 
 // Splits of the decode kernel: enough CTAs to fill the GPU, no split shorter than kMinPartition.
 // Host and device: with a device max_context the kernels recompute it from the exact value.
@@ -55,51 +60,6 @@ __device__ __forceinline__ int live_splits(const PagedAttentionArgs& a) {
   if (a.max_context == nullptr) return a.splits;
   const int s = choose_splits(a.num_tokens, a.n_heads, __ldg(a.max_context));
   return s < a.splits ? s : a.splits;
-}
-
-// ---- KV write ------------------------------------------------------------------------------------
-
-template <typename T, typename KV>
-__global__ void __launch_bounds__(kThreads)
-    write_kv_kernel(KV* k_cache, KV* v_cache, const T* k, const T* v, const int32_t* query_start,
-                    const int32_t* positions, const int32_t* block_tables, int num_seqs, int max_blocks,
-                    int num_blocks, int block_size, long long token_elems, float k_scale, float v_scale) {
-  __shared__ long long row_s;
-  const int t = blockIdx.x;
-  if (threadIdx.x < 32) {
-    const int seq = cuda_detail::find_seq(query_start, num_seqs, t);
-    if (threadIdx.x == 0) {
-      row_s = cuda_detail::cache_row(block_tables + static_cast<long long>(seq) * max_blocks, max_blocks,
-                                     __ldg(positions + t), block_size, num_blocks, token_elems);
-    }
-  }
-  __syncthreads();
-  const long long row = row_s;
-  if (row < 0) return;
-  const T* ks = k + t * token_elems;
-  const T* vs = v + t * token_elems;
-  if constexpr (!std::is_same_v<T, KV>) {  // FP8: the code of each element over its scale
-    for (long long i = threadIdx.x; i < token_elems; i += blockDim.x) {
-      cuda_detail::store_kv(k_cache + row + i, Elem<T>::to_float(ks[i]), k_scale);
-      cuda_detail::store_kv(v_cache + row + i, Elem<T>::to_float(vs[i]), v_scale);
-    }
-  } else {
-    const bool vec = (token_elems * sizeof(T)) % 16 == 0 &&
-                     ((reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v) |
-                       reinterpret_cast<uintptr_t>(k_cache) | reinterpret_cast<uintptr_t>(v_cache)) % 16) == 0;
-    if (vec) {
-      const long long n = token_elems * sizeof(T) / 16;
-      for (long long i = threadIdx.x; i < n; i += blockDim.x) {
-        reinterpret_cast<uint4*>(k_cache + row)[i] = reinterpret_cast<const uint4*>(ks)[i];
-        reinterpret_cast<uint4*>(v_cache + row)[i] = reinterpret_cast<const uint4*>(vs)[i];
-      }
-    } else {
-      for (long long i = threadIdx.x; i < token_elems; i += blockDim.x) {
-        k_cache[row + i] = ks[i];
-        v_cache[row + i] = vs[i];
-      }
-    }
-  }
 }
 
 // ---- decode -----------------------------------------------------------------------------------------
@@ -127,10 +87,10 @@ __device__ __forceinline__ DecodeWork decode_work(const PagedAttentionArgs& a, i
 }
 
 // Online-softmax state of one lane group for G query heads: running max and sum (log2 domain) and
-// this lane's 8 output dimensions.
-template <int G>
+// this lane's E output dimensions.
+template <int G, int E>
 struct DecodeState {
-  float m[G], l[G], acc[G][8];
+  float m[G], l[G], acc[G][E];
 };
 
 // The K and V rows of one step of a lane group (kUnroll positions, kGroups apart), read back from
@@ -157,10 +117,10 @@ struct StepBlocks {
   int id[kUnroll], slot[kUnroll];
 };
 
-template <int D>
+template <int D, int E>
 __device__ __forceinline__ void step_blocks(StepBlocks& b, const int32_t* table, const PagedAttentionArgs& a,
                                             int first, int end) {
-  constexpr int kGroups = kWarps * (32 / (D / 8));
+  constexpr int kGroups = kWarps * (32 / (D / E));
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const int want = first + u * kGroups;  // >= 0
@@ -172,8 +132,9 @@ __device__ __forceinline__ void step_blocks(StepBlocks& b, const int32_t* table,
 
 // Starts the copies of one step's K and V rows into stage `stage`; returns the visible positions as
 // kUnroll bits. Rows whose block is missing or outside the pool are zero-filled, never read. KV: the
-// cache element (an FP8 row piece fills the low 8 bytes of its slot).
-template <typename KV, int D>
+// cache element; E: a lane's elements of a row (8, or 16 for a wide FP8 piece that fills its 16-byte slot;
+// an 8-element FP8 piece fills the low 8 bytes).
+template <typename KV, int D, int E>
 __device__ __forceinline__ unsigned issue_step(uint4* smem, int stage, const StepBlocks& b, const KV* kc, const KV* vc,
                                                const PagedAttentionArgs& a) {
   const long long token_elems = static_cast<long long>(a.n_kv_heads) * D;
@@ -182,28 +143,44 @@ __device__ __forceinline__ unsigned issue_step(uint4* smem, int stage, const Ste
   for (int u = 0; u < kUnroll; ++u) {
     const bool valid = b.id[u] >= 0 && b.id[u] < a.num_blocks;
     const long long row = valid ? (static_cast<long long>(b.id[u]) * a.block_size + b.slot[u]) * token_elems : 0;
-    cuda_detail::cp_async_row8(kv_slot(smem, stage, u, 0), kc + row, valid);
-    cuda_detail::cp_async_row8(kv_slot(smem, stage, u, 1), vc + row, valid);
+    if constexpr (E == 16) {
+      cuda_detail::cp_async16(kv_slot(smem, stage, u, 0), kc + row, valid);
+      cuda_detail::cp_async16(kv_slot(smem, stage, u, 1), vc + row, valid);
+    } else {
+      cuda_detail::cp_async_row8(kv_slot(smem, stage, u, 0), kc + row, valid);
+      cuda_detail::cp_async_row8(kv_slot(smem, stage, u, 1), vc + row, valid);
+    }
     ok |= static_cast<unsigned>(valid) << u;
   }
   return ok;
 }
 
+// A lane's E elements of one row slot as fp32: 8 of a 16-bit or FP8 cache, or 16 FP8 codes (E = 16).
+template <typename KV, int E>
+__device__ __forceinline__ void unpack_row(const uint4& v, float (&f)[E]) {
+  if constexpr (E == 16) {
+    cuda_detail::unpack8<KV>(make_uint4(v.x, v.y, 0u, 0u), f);
+    cuda_detail::unpack8<KV>(make_uint4(v.z, v.w, 0u, 0u), f + 8);
+  } else {
+    cuda_detail::unpack8<KV>(v, f);
+  }
+}
+
 // One step of a lane group over loaded rows: the scores (reduced over the kLanesPerRow lanes of a
 // row), the softmax rescale and the V accumulation. KV: the cache element the rows hold.
-template <typename KV, int D, int G>
-__device__ __forceinline__ void decode_step(DecodeState<G>& st, const float (&qf)[G][8], const KvStep& r) {
-  constexpr int kLanesPerRow = D / 8;
+template <typename KV, int D, int G, int E>
+__device__ __forceinline__ void decode_step(DecodeState<G, E>& st, const float (&qf)[G][E], const KvStep& r) {
+  constexpr int kLanesPerRow = D / E;
   float s[kUnroll][G];
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
-    float kf[8];
-    cuda_detail::unpack8<KV>(r.k[u], kf);
+    float kf[E];
+    unpack_row<KV, E>(r.k[u], kf);
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       float d = 0.f;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) d = fmaf(qf[g][i], kf[i], d);
+      for (int i = 0; i < E; ++i) d = fmaf(qf[g][i], kf[i], d);
 #pragma unroll
       for (int o = kLanesPerRow / 2; o > 0; o /= 2) d += __shfl_xor_sync(0xffffffffu, d, o);
       s[u][g] = r.ok[u] ? d : kNegInf;
@@ -219,7 +196,7 @@ __device__ __forceinline__ void decode_step(DecodeState<G>& st, const float (&qf
     st.m[g] = mx;
     st.l[g] *= alpha;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) st.acc[g][i] *= alpha;
+    for (int i = 0; i < E; ++i) st.acc[g][i] *= alpha;
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       s[u][g] = cuda_detail::fast_exp2(s[u][g] - safe);
@@ -228,22 +205,22 @@ __device__ __forceinline__ void decode_step(DecodeState<G>& st, const float (&qf
   }
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
-    float vf[8];
-    cuda_detail::unpack8<KV>(r.v[u], vf);
+    float vf[E];
+    unpack_row<KV, E>(r.v[u], vf);
 #pragma unroll
     for (int g = 0; g < G; ++g)
 #pragma unroll
-      for (int i = 0; i < 8; ++i) st.acc[g][i] = fmaf(s[u][g], vf[i], st.acc[g][i]);
+      for (int i = 0; i < E; ++i) st.acc[g][i] = fmaf(s[u][g], vf[i], st.acc[g][i]);
   }
 }
 
 // Merges the lane groups of the CTA through shared memory and writes the output rows (one split) or
 // the split's normalized partial and its (max, sum).
-template <typename T, int D, int G>
-__device__ __forceinline__ void decode_merge(const DecodeState<G>& st, const PagedAttentionArgs& a, int t, int h0,
+template <typename T, int D, int G, int E>
+__device__ __forceinline__ void decode_merge(const DecodeState<G, E>& st, const PagedAttentionArgs& a, int t, int h0,
                                              int heads, int splits, uint4* smem) {
-  constexpr int kLanesPerRow = D / 8;
-  constexpr int kGroups = kWarps * (32 / kLanesPerRow);  // kGroups * D == 1024
+  constexpr int kLanesPerRow = D / E;
+  constexpr int kGroups = kWarps * (32 / kLanesPerRow);  // kGroups * D == 128 E
   static_assert(sizeof(float[G][kGroups * D]) + sizeof(float2[G][kGroups]) <= kDecodeSmemBytes,
                 "the merge must fit in the pipeline's shared memory");
   auto acc_s = reinterpret_cast<float(*)[kGroups * D]>(smem);
@@ -253,7 +230,7 @@ __device__ __forceinline__ void decode_merge(const DecodeState<G>& st, const Pag
   for (int g = 0; g < G; ++g) {
     if (sl == 0) ml_s[g][lane_group] = make_float2(st.m[g], st.l[g]);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) acc_s[g][lane_group * D + sl * 8 + i] = st.acc[g][i];
+    for (int i = 0; i < E; ++i) acc_s[g][lane_group * D + sl * E + i] = st.acc[g][i];
   }
   __syncthreads();
   const long long row0 = static_cast<long long>(t) * a.n_heads + h0;
@@ -279,14 +256,15 @@ __device__ __forceinline__ void decode_merge(const DecodeState<G>& st, const Pag
   }
 }
 
-// D: head_dim (16, 32, 64, 128, 256); G: query heads per CTA. A lane group of D/8 lanes holds one K/V row
-// (8 elements per lane); the 1024/D lane groups of the CTA walk the split's positions interleaved.
+// D: head_dim (16, 32, 64, 128, 256); G: query heads per CTA; E: elements of a row per lane (8; 16 for the
+// wide FP8 layout, one 16-byte copy of codes per lane). A lane group of D/E lanes holds one K/V row; the
+// 128 E / D lane groups of the CTA walk the split's positions interleaved.
 // Up to 4 heads per CTA the registers are capped at 128 so that 4 CTAs (16 warps) share an SM: the
 // step's math is latency-bound and more warps measured faster than deeper pipelines (H200). KV: the
 // cache element, T for a 16-bit cache, Fp8Kv for an FP8 one.
-template <typename T, typename KV, int D, int G>
+template <typename T, typename KV, int D, int G, int E>
 __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedAttentionArgs a) {
-  constexpr int kLanesPerRow = D / 8;
+  constexpr int kLanesPerRow = D / E;
   constexpr int kGroups = kWarps * (32 / kLanesPerRow);
   const int t = blockIdx.x, hc = blockIdx.y;
   const int kvh = hc / a.chunks;
@@ -296,26 +274,27 @@ __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedA
   if (w.skip) return;  // uniform over the CTA
 
   const int lane_group = threadIdx.x / kLanesPerRow, sl = threadIdx.x % kLanesPerRow;
-  float qf[G][8];
+  float qf[G][E];
 #pragma unroll
   for (int g = 0; g < G; ++g) {
     const long long row = static_cast<long long>(t) * a.n_heads + h0 + min(g, heads - 1);
-    const T* qrow = static_cast<const T*>(a.q) + row * D;
-    cuda_detail::unpack8<T>(__ldg(reinterpret_cast<const uint4*>(qrow) + sl), qf[g]);
+    const uint4* qrow = reinterpret_cast<const uint4*>(static_cast<const T*>(a.q) + row * D) + sl * (E / 8);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) qf[g][i] *= a.scale_log2;  // padded heads repeat a real one, never stored
+    for (int h = 0; h < E / 8; ++h) cuda_detail::unpack8<T>(__ldg(qrow + h), qf[g] + 8 * h);
+#pragma unroll
+    for (int i = 0; i < E; ++i) qf[g][i] *= a.scale_log2;  // padded heads repeat a real one, never stored
   }
-  DecodeState<G> st;
+  DecodeState<G, E> st;
 #pragma unroll
   for (int g = 0; g < G; ++g) {
     st.m[g] = kNegInf;
     st.l[g] = 0.f;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) st.acc[g][i] = 0.f;
+    for (int i = 0; i < E; ++i) st.acc[g][i] = 0.f;
   }
   const int32_t* table = a.block_tables + static_cast<long long>(w.seq) * a.max_blocks;
-  const KV* kc = static_cast<const KV*>(a.k_cache) + static_cast<long long>(kvh) * D + sl * 8;
-  const KV* vc = static_cast<const KV*>(a.v_cache) + static_cast<long long>(kvh) * D + sl * 8;
+  const KV* kc = static_cast<const KV*>(a.k_cache) + static_cast<long long>(kvh) * D + sl * E;
+  const KV* vc = static_cast<const KV*>(a.v_cache) + static_cast<long long>(kvh) * D + sl * E;
   extern __shared__ uint4 smem[];
   // Step j (kStride positions) lives in stage j % kStages; its copies start kStages - 1 steps before
   // its math. Every thread commits one group per step, empty or not, so wait_group counts steps. The
@@ -330,19 +309,19 @@ __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedA
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
     if (j < steps) {
-      step_blocks<D>(blk, table, a, first + j * kStride, w.end);
-      visible |= issue_step<KV, D>(smem, j, blk, kc, vc, a) << (j * kUnroll);
+      step_blocks<D, E>(blk, table, a, first + j * kStride, w.end);
+      visible |= issue_step<KV, D, E>(smem, j, blk, kc, vc, a) << (j * kUnroll);
     }
     cuda_detail::cp_async_commit();
   }
-  if (kStages - 1 < steps) step_blocks<D>(blk, table, a, first + (kStages - 1) * kStride, w.end);
+  if (kStages - 1 < steps) step_blocks<D, E>(blk, table, a, first + (kStages - 1) * kStride, w.end);
   for (int j = 0; j < steps; ++j) {
     const int ahead = j + kStages - 1;
     if (ahead < steps) {
       const int sa = ahead % kStages;
-      const unsigned bits = issue_step<KV, D>(smem, sa, blk, kc, vc, a);
+      const unsigned bits = issue_step<KV, D, E>(smem, sa, blk, kc, vc, a);
       visible = (visible & ~(kStageBits << (sa * kUnroll))) | (bits << (sa * kUnroll));
-      if (ahead + 1 < steps) step_blocks<D>(blk, table, a, first + (ahead + 1) * kStride, w.end);
+      if (ahead + 1 < steps) step_blocks<D, E>(blk, table, a, first + (ahead + 1) * kStride, w.end);
     }
     cuda_detail::cp_async_commit();
     cuda_detail::cp_async_wait<kStages - 1>();  // step j has landed
@@ -354,11 +333,11 @@ __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedA
       r.v[u] = *kv_slot(smem, stage, u, 1);
       r.ok[u] = (visible >> (stage * kUnroll + u)) & 1u;
     }
-    decode_step<KV, D, G>(st, qf, r);
+    decode_step<KV, D, G, E>(st, qf, r);
   }
   cuda_detail::cp_async_wait<0>();
   __syncthreads();  // the merge overwrites other threads' stages
-  decode_merge<T, D, G>(st, a, t, h0, heads, w.splits, smem);
+  decode_merge<T, D, G, E>(st, a, t, h0, heads, w.splits, smem);
 }
 
 // Merges the splits of one (token, head): weights exp2(m_s - M) * l_s, normalized.
@@ -391,37 +370,56 @@ int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b
 
 int context_splits_max(int max_context_len) { return std::max(1, ceil_div(max_context_len, kMinPartition)); }
 
-int head_tile(int group) {
+int head_tile(int group, int max_tile) {
   int g = 1;
-  while (g < group && g < kMaxHeadTile) g *= 2;
+  while (g < group && g < max_tile) g *= 2;
   return g;
 }
 
-template <typename T, typename KV, int D, int G>
+// The FP8 decode layout (attention.h): -1 until read from CONVEYOR_FP8_DECODE (narrow, the default, or wide).
+int g_fp8_decode_wide = -1;
+
+bool fp8_decode_wide() {
+  if (g_fp8_decode_wide < 0) {
+    const char* v = std::getenv("CONVEYOR_FP8_DECODE");
+    const std::string name = v == nullptr ? "" : v;
+    CONVEYOR_CHECK(name.empty() || name == "narrow" || name == "wide", "CONVEYOR_FP8_DECODE='", name,
+                   "': expected narrow or wide");
+    g_fp8_decode_wide = name == "wide" ? 1 : 0;
+  }
+  return g_fp8_decode_wide == 1;
+}
+
+template <typename T, typename KV, int D, int G, int E>
 void launch_decode_g(const PagedAttentionArgs& a, cudaStream_t s) {
   const dim3 grid(a.num_tokens, a.n_kv_heads * a.chunks, a.splits);
-  decode_kernel<T, KV, D, G><<<grid, kThreads, kDecodeSmemBytes, s>>>(a);
+  decode_kernel<T, KV, D, G, E><<<grid, kThreads, kDecodeSmemBytes, s>>>(a);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T, typename KV, int D>
+template <typename T, typename KV, int D, int E>
 void launch_decode_d(const PagedAttentionArgs& a, int tile, cudaStream_t s) {
-  switch (tile) {
-    case 1: return launch_decode_g<T, KV, D, 1>(a, s);
-    case 2: return launch_decode_g<T, KV, D, 2>(a, s);
-    case 4: return launch_decode_g<T, KV, D, 4>(a, s);
-    default: return launch_decode_g<T, KV, D, 8>(a, s);
+  if constexpr (E == 16) {  // the wide layout's head tile is at most kMaxHeadTileWide
+    if (tile == 1) return launch_decode_g<T, KV, D, 1, E>(a, s);
+    return launch_decode_g<T, KV, D, 2, E>(a, s);
+  } else {
+    switch (tile) {
+      case 1: return launch_decode_g<T, KV, D, 1, E>(a, s);
+      case 2: return launch_decode_g<T, KV, D, 2, E>(a, s);
+      case 4: return launch_decode_g<T, KV, D, 4, E>(a, s);
+      default: return launch_decode_g<T, KV, D, 8, E>(a, s);
+    }
   }
 }
 
-template <typename T, typename KV>
+template <typename T, typename KV, int E = 8>
 void launch_decode(const PagedAttentionArgs& a, int tile, cudaStream_t s) {
   switch (a.head_dim) {
-    case 16: launch_decode_d<T, KV, 16>(a, tile, s); break;
-    case 32: launch_decode_d<T, KV, 32>(a, tile, s); break;
-    case 64: launch_decode_d<T, KV, 64>(a, tile, s); break;
-    case 128: launch_decode_d<T, KV, 128>(a, tile, s); break;
-    default: launch_decode_d<T, KV, 256>(a, tile, s); break;
+    case 16: launch_decode_d<T, KV, 16, E>(a, tile, s); break;
+    case 32: launch_decode_d<T, KV, 32, E>(a, tile, s); break;
+    case 64: launch_decode_d<T, KV, 64, E>(a, tile, s); break;
+    case 128: launch_decode_d<T, KV, 128, E>(a, tile, s); break;
+    default: launch_decode_d<T, KV, 256, E>(a, tile, s); break;
   }
   if (a.splits > 1) {
     decode_reduce_kernel<T><<<dim3(a.num_tokens, a.n_heads), std::min(a.head_dim, 128), 0, s>>>(a);
@@ -450,49 +448,10 @@ void check_attention_args(const AttentionBatchCuda& b, const PagedKvShape& shape
   CONVEYOR_CHECK(b.num_seqs <= 65535, "paged_attention_cuda: ", b.num_seqs, " sequences exceed 65535 per call");
 }
 
-void check_kv_format(const KvCacheFormat& kv, const char* who) {
-  if (!kv.fp8) return;
-  CONVEYOR_CHECK(std::isfinite(kv.scales.k) && kv.scales.k > 0.f && std::isfinite(kv.scales.v) && kv.scales.v > 0.f,
-                 who, ": FP8 KV scales must be finite and > 0, got k_scale ", kv.scales.k, ", v_scale ", kv.scales.v);
-}
 
 }  // namespace
 
-void write_kv_cache_cuda(void* k_cache, void* v_cache, const void* k, const void* v, const AttentionBatchCuda& b,
-                         const PagedKvShape& shape, DType dt, cudaStream_t s, const KvCacheFormat& kv) {
-  CONVEYOR_CHECK(shape.num_blocks > 0 && shape.block_size > 0 && shape.n_kv_heads > 0 && shape.head_dim > 0,
-                 "write_kv_cache_cuda: bad KV cache shape num_blocks=", shape.num_blocks, " block_size=",
-                 shape.block_size, " n_kv_heads=", shape.n_kv_heads, " head_dim=", shape.head_dim);
-  CONVEYOR_CHECK(b.num_tokens >= 0 && (b.num_tokens == 0 || b.num_seqs > 0),
-                 "write_kv_cache_cuda: bad batch tokens=", b.num_tokens, " seqs=", b.num_seqs);
-  check_kv_format(kv, "write_kv_cache_cuda");
-  if (b.num_tokens == 0) return;
-  CONVEYOR_CHECK(k_cache && v_cache && k && v && b.query_start && b.positions && b.block_tables,
-                 "write_kv_cache_cuda: null pointer argument");
-  const long long te = static_cast<long long>(shape.token_elems());
-#define CONVEYOR_WRITE_KV(T, KV)                                                                                 \
-  write_kv_kernel<T, KV><<<b.num_tokens, kThreads, 0, s>>>(                                                       \
-      static_cast<KV*>(k_cache), static_cast<KV*>(v_cache), static_cast<const T*>(k), static_cast<const T*>(v), \
-      b.query_start, b.positions, b.block_tables, b.num_seqs, b.max_blocks_per_seq, shape.num_blocks,          \
-      shape.block_size, te, kv.scales.k, kv.scales.v)
-  switch (dt) {
-    case DType::kBF16:
-      if (kv.fp8) CONVEYOR_WRITE_KV(__nv_bfloat16, Fp8Kv);
-      else CONVEYOR_WRITE_KV(__nv_bfloat16, __nv_bfloat16);
-      break;
-    case DType::kF16:
-      if (kv.fp8) CONVEYOR_WRITE_KV(__half, Fp8Kv);
-      else CONVEYOR_WRITE_KV(__half, __half);
-      break;
-    case DType::kF32:
-      if (kv.fp8) CONVEYOR_WRITE_KV(float, Fp8Kv);
-      else CONVEYOR_WRITE_KV(float, float);
-      break;
-    default: CONVEYOR_THROW("write_kv_cache_cuda: dtype must be bf16, f16 or f32, got ", dtype_name(dt));
-  }
-#undef CONVEYOR_WRITE_KV
-  CONVEYOR_CUDA_CHECK(cudaGetLastError());
-}
+void set_fp8_decode_wide(bool wide) { g_fp8_decode_wide = wide ? 1 : 0; }
 
 size_t paged_attention_workspace_bytes(int num_tokens, int n_heads, int head_dim, int max_context_len) {
   const int c = context_splits_max(max_context_len);
@@ -505,7 +464,7 @@ void paged_attention_cuda(void* out, const void* q, const void* k_cache, const v
                           const AttentionBatchCuda& b, const PagedKvShape& shape, const AttentionParams& p,
                           void* workspace, DType dt, cudaStream_t s, const KvCacheFormat& kv) {
   check_attention_args(b, shape, p, dt);
-  check_kv_format(kv, "paged_attention_cuda");
+  cuda_detail::check_kv_format(kv, "paged_attention_cuda");
   if (b.num_tokens == 0) return;
   CONVEYOR_CHECK(out && q && k_cache && v_cache && b.query_start && b.positions && b.block_tables,
                  "paged_attention_cuda: null pointer argument");
@@ -537,7 +496,8 @@ void paged_attention_cuda(void* out, const void* q, const void* k_cache, const v
   a.scale_log2 = p.scale * a.k_scale * 1.4426950408889634f;  // q.(code * k_scale) = (q.code) * k_scale
   a.splits = choose_splits(b.num_tokens, p.n_heads, b.max_context_len);
   a.max_context = b.max_context_len_dev;
-  const int tile = head_tile(a.group);
+  const bool wide = kv.fp8 && fp8_decode_wide();
+  const int tile = head_tile(a.group, wide ? kMaxHeadTileWide : kMaxHeadTile);
   a.chunks = ceil_div(a.group, tile);
   CONVEYOR_CHECK(static_cast<long long>(a.n_kv_heads) * a.chunks <= 65535 && a.splits <= 65535,
                  "paged_attention_cuda: grid too large (n_kv_heads ", a.n_kv_heads, ", splits ", a.splits, ")");
@@ -552,10 +512,12 @@ void paged_attention_cuda(void* out, const void* q, const void* k_cache, const v
   const bool prefill = b.max_query_len > 1 && cuda_detail::prefill_kernel_supports(shape.head_dim);
   a.skip_multi = prefill ? 1 : 0;
   if (dt == DType::kBF16) {
-    if (kv.fp8) launch_decode<__nv_bfloat16, Fp8Kv>(a, tile, s);
+    if (wide) launch_decode<__nv_bfloat16, Fp8Kv, 16>(a, tile, s);
+    else if (kv.fp8) launch_decode<__nv_bfloat16, Fp8Kv>(a, tile, s);
     else launch_decode<__nv_bfloat16, __nv_bfloat16>(a, tile, s);
   } else {
-    if (kv.fp8) launch_decode<__half, Fp8Kv>(a, tile, s);
+    if (wide) launch_decode<__half, Fp8Kv, 16>(a, tile, s);
+    else if (kv.fp8) launch_decode<__half, Fp8Kv>(a, tile, s);
     else launch_decode<__half, __half>(a, tile, s);
   }
   if (prefill) cuda_detail::launch_prefill_attention(a, b.max_query_len, dt, s);

@@ -78,6 +78,13 @@ void paged_attention_cuda(void* out,             // [num_tokens, n_heads, head_d
 // wgmma kernel interleaves products and softmax); forcing wgmma where it cannot run throws. Process-wide,
 // not thread-safe against launches.
 enum class PrefillAttentionKernel { kAuto, kMmaSync, kWgmma };
+
+// How the decode kernel reads an FP8 cache: each lane copies 8 codes of a row (narrow, the default,
+// measured) or 16 in one 16-byte copy (wide: half the lanes per row, so half the shuffles and repeated
+// softmax per byte, and up to 2 query heads per CTA; written after round 8, not yet measured on a GPU).
+// The environment variable CONVEYOR_FP8_DECODE=narrow|wide sets it at the first FP8 launch unless this
+// was called before. Process-wide, not thread-safe against launches; for tests and benchmarks that race them.
+void set_fp8_decode_wide(bool wide);
 void set_prefill_attention_kernel(PrefillAttentionKernel k);
 // The kernel a prefill launch on the current device takes now ("wgmma" or "mma.sync").
 const char* prefill_attention_kernel_name();

@@ -188,9 +188,13 @@ __device__ __forceinline__ void cp_async_wait() {
 
 }  // namespace conveyor::cuda_detail
 
+#include "kernels/cuda/attention.h"
 #include "kernels/dtype.h"
 
 namespace conveyor::cuda_detail {
+
+// Throws, naming `who`, unless an FP8 format's scales are finite and > 0 (kv_write.cu).
+void check_kv_format(const KvCacheFormat& kv, const char* who);
 
 constexpr float kNegInf = -__builtin_huge_valf();
 

@@ -3,7 +3,8 @@
 // untouched slots), and paged_attention_cuda over e4m3 pools equals paged_attention_fp8_ref within the
 // dtype's tolerance on every element: MHA, GQA, MQA, head_dim 16/32/64/128/256, block sizes 16/32/48,
 // mixed decode and prefill batches (the tensor-core prefill kernel and the decode kernel), chunks after
-// history (chunked prefill), split-K decodes, sliding windows and the device max-context path of graphs.
+// history (chunked prefill), split-K decodes, sliding windows and the device max-context path of graphs; the
+// decode kernel in both FP8 layouts (8 or 16 codes per lane).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,12 +101,17 @@ void run_case(const Case& c, DType dt) {
   std::vector<float> want(static_cast<size_t>(tokens) * c.n_heads * c.head_dim);
   paged_attention_fp8_ref(want.data(), h.q.data(), h.k_cache.data(), h.v_cache.data(), hb, h.shape, p, kScales);
   const float tol = dt == DType::kBF16 ? 1e-2f : 2e-3f;
-  testing::for_each_prefill_kernel([&] {
-    CONVEYOR_CUDA_CHECK(cudaMemset(out.data(), 0xff, out.bytes()));  // NaN: every element must be written
-    paged_attention_cuda(out.data(), q.data(), k_cache.data(), v_cache.data(), b, h.shape, p, ws.data(), dt, nullptr,
-                         fmt);
-    EXPECT_EQ(compare_all(testing::download(out, dt), want, tol, tol), "") << "attention output";
-  });
+  for (bool wide : {false, true}) {  // both FP8 decode layouts (set_fp8_decode_wide)
+    SCOPED_TRACE(wide ? "wide FP8 decode" : "narrow FP8 decode");
+    set_fp8_decode_wide(wide);
+    testing::for_each_prefill_kernel([&] {
+      CONVEYOR_CUDA_CHECK(cudaMemset(out.data(), 0xff, out.bytes()));  // NaN: every element must be written
+      paged_attention_cuda(out.data(), q.data(), k_cache.data(), v_cache.data(), b, h.shape, p, ws.data(), dt,
+                           nullptr, fmt);
+      EXPECT_EQ(compare_all(testing::download(out, dt), want, tol, tol), "") << "attention output";
+    });
+  }
+  set_fp8_decode_wide(false);
 }
 
 class PagedAttentionFp8Gpu : public ::testing::TestWithParam<DType> {};
