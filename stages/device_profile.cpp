@@ -290,6 +290,8 @@ DeviceProfile device_profile_from_json(const nlohmann::json& doctor, const std::
   if (const auto* g = section("gemm_decode")) p.gemm_decode = gemm_buckets(*g, where);
   if (const auto* g = section("gemm_prefill")) p.gemm_prefill_flops = positive(*g, "tflops", "device.gemm_prefill", where) * 1e12;
   if (const auto* a = section("attention_decode")) p.attention_decode = linear_cost(*a, "device.attention_decode", where);
+  if (const auto* a = section("attention_decode_fp8"))
+    p.attention_decode_fp8 = linear_cost(*a, "device.attention_decode_fp8", where);
   if (const auto* a = section("attention_prefill"))
     p.attention_prefill_flops = positive(*a, "tflops", "device.attention_prefill", where) * 1e12;
   if (const auto* k = section("graph_kernel")) p.graph_kernel_s = positive(*k, "us", "device.graph_kernel", where) * 1e-6;
@@ -362,6 +364,11 @@ std::vector<std::string> describe_device_model(const DeviceProfile& p, double pe
       std::snprintf(line, sizeof(line), "  decode attention: ideal (not measured), KV bytes / %.0f GB/s", peak_bw / 1e9);
     }
     out.push_back(line);
+    if (p.attention_decode_fp8.measured()) {
+      std::snprintf(line, sizeof(line), "  decode attention, FP8 cache: measured, %.1f us + KV bytes / %.0f GB/s",
+                    p.attention_decode_fp8.fixed_s * 1e6, p.attention_decode_fp8.bandwidth / 1e9);
+      out.push_back(line);
+    }
     flops("prefill attention", p.attention_prefill_flops);
     if (p.small_ops.measured()) {
       std::snprintf(line, sizeof(line), "  small kernels (norms, rope, KV write, SiLU, add): measured on the CPU, "

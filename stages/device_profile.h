@@ -95,6 +95,8 @@ struct DeviceProfile {
   std::vector<GemmBucket> gemm_decode;   // ascending m; empty: ideal
   double gemm_prefill_flops = 0;         // FLOP/s of GemmRunner at m >= 2048; 0: ideal
   LinearCost attention_decode;           // paged decode attention, bytes = KV read
+  LinearCost attention_decode_fp8;       // the same over an FP8 (e4m3) cache, bytes = the codes read; not
+                                         // measured: attention_decode's line is used for FP8 bytes too
   double attention_prefill_flops = 0;    // FLOP/s of causal prefill attention; 0: ideal
   double graph_kernel_s = 0;             // one small kernel inside a CUDA graph; 0: not measured
   LinearCost small_ops;                  // CPU: one small op (norm, rope, SiLU, add) = fixed + bytes / bandwidth
@@ -106,7 +108,7 @@ struct DeviceProfile {
   double step_overhead_s = 0;
 
   bool any() const {
-    return !gemm_decode.empty() || gemm_prefill_flops > 0 || attention_decode.measured() ||
+    return !gemm_decode.empty() || gemm_prefill_flops > 0 || attention_decode.measured() || attention_decode_fp8.measured() ||
            attention_prefill_flops > 0 || graph_kernel_s > 0 || small_ops.measured() || sampling.measured();
   }
   // Time of y[m, n] = x[m, k] w[n, k]^T: the bucket curves interpolated linearly in m (above the last

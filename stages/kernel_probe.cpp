@@ -46,6 +46,18 @@ void fill_random(Device& dev, void* p, size_t bytes, uint32_t seed) {
     dev.copy_from_host(static_cast<char*>(p) + off, chunk.data(), std::min(chunk_bytes, bytes - off));
 }
 
+// Random e4m3 codes, NaN codes (0x7f, 0xff) replaced.
+void fill_codes(Device& dev, void* p, size_t bytes, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> chunk(size_t(16) << 20);
+  for (auto& x : chunk) {
+    x = static_cast<uint8_t>(rng() & 0xff);
+    if ((x & 0x7f) == 0x7f) x ^= 1;
+  }
+  for (size_t off = 0; off < bytes; off += chunk.size())
+    dev.copy_from_host(static_cast<char*>(p) + off, chunk.data(), std::min(chunk.size(), bytes - off));
+}
+
 // Median seconds of one call (runtime/core/event_timing.h), 15 samples by default.
 template <typename Fn>
 double median_s(Fn&& fn, cudaStream_t s, int samples = 15, int calls = 10) {
@@ -118,8 +130,9 @@ nlohmann::json gemm_sections(Device& dev, cudaStream_t stream) {
             {"tflops", flops / secs / 1e12}, {"points", prefill}}}};
 }
 
-// Seconds of paged_attention_cuda for `batch` sequences with `history` cached and `fresh` new tokens.
-double attention_time(Device& dev, cudaStream_t stream, int batch, int history, int fresh) {
+// Seconds of paged_attention_cuda for `batch` sequences with `history` cached and `fresh` new tokens, over
+// a bf16 cache or (fp8) an e4m3 one with unit scales.
+double attention_time(Device& dev, cudaStream_t stream, int batch, int history, int fresh, bool fp8 = false) {
   const int ctx = history + fresh, per_seq = (ctx + kBlockSize - 1) / kBlockSize;
   const PagedKvShape shape{batch * per_seq, kBlockSize, kKvHeads, kHeadDim};
   std::vector<int32_t> ids(shape.num_blocks), starts{0}, positions;
@@ -131,11 +144,18 @@ double attention_time(Device& dev, cudaStream_t stream, int batch, int history, 
   }
   const int tokens = starts.back();
   const size_t act = size_t(tokens) * kHeads * kHeadDim * 2;
-  DeviceBuffer kc(&dev, shape.layer_elems() * 2), vc(&dev, shape.layer_elems() * 2), q(&dev, act), out(&dev, act);
+  const size_t kv_elem = fp8 ? 1 : 2;
+  DeviceBuffer kc(&dev, shape.layer_elems() * kv_elem), vc(&dev, shape.layer_elems() * kv_elem), q(&dev, act),
+      out(&dev, act);
   DeviceBuffer qs(&dev, starts.size() * 4), pos(&dev, positions.size() * 4), tab(&dev, ids.size() * 4);
   DeviceBuffer ws(&dev, paged_attention_workspace_bytes(tokens, kHeads, kHeadDim, ctx));
-  fill_random(dev, kc.data(), kc.bytes(), 1);
-  fill_random(dev, vc.data(), vc.bytes(), 2);
+  if (fp8) {
+    fill_codes(dev, kc.data(), kc.bytes(), 1);
+    fill_codes(dev, vc.data(), vc.bytes(), 2);
+  } else {
+    fill_random(dev, kc.data(), kc.bytes(), 1);
+    fill_random(dev, vc.data(), vc.bytes(), 2);
+  }
   fill_random(dev, q.data(), q.bytes(), 3);
   dev.copy_from_host(qs.data(), starts.data(), qs.bytes());
   dev.copy_from_host(pos.data(), positions.data(), pos.bytes());
@@ -150,22 +170,38 @@ double attention_time(Device& dev, cudaStream_t stream, int batch, int history, 
   b.max_query_len = fresh;
   b.max_context_len = ctx;
   const AttentionParams p{kHeads, 1.f / std::sqrt(float(kHeadDim)), 0};
+  const KvCacheFormat fmt{fp8, KvScales{1.f, 1.f}};
   return median_s(
-      [&](int) { paged_attention_cuda(out.data(), q.data(), kc.data(), vc.data(), b, shape, p, ws.data(), DType::kBF16, stream); },
+      [&](int) {
+        paged_attention_cuda(out.data(), q.data(), kc.data(), vc.data(), b, shape, p, ws.data(), DType::kBF16, stream,
+                             fmt);
+      },
       stream, 15, 5);
 }
 
-nlohmann::json attention_sections(Device& dev, cudaStream_t stream) {
+// Decode attention at batch {1, 16, 64} x context {512, 4096} over a bf16 or (fp8) an e4m3 cache, fitted
+// to time = fixed + KV bytes / bandwidth.
+nlohmann::json decode_section(Device& dev, cudaStream_t stream, bool fp8) {
   nlohmann::json points = nlohmann::json::array();
   std::vector<std::pair<double, double>> fit;
   for (int batch : {1, 16, 64})
     for (int ctx : {512, 4096}) {
-      const double t = attention_time(dev, stream, batch, ctx - 1, 1);
-      const double bytes = 2.0 * batch * ctx * kKvHeads * kHeadDim * 2;
+      const double t = attention_time(dev, stream, batch, ctx - 1, 1, fp8);
+      const double bytes = 2.0 * batch * ctx * kKvHeads * kHeadDim * (fp8 ? 1 : 2);
       points.push_back({{"batch", batch}, {"context", ctx}, {"bytes", bytes}, {"time_us", t * 1e6}, {"gbps", bytes / t / 1e9}});
       fit.emplace_back(bytes, t);
     }
   const LinearCost c = fit_linear_cost(fit);
+  return {{"method", std::string("paged_attention_cuda, bf16 queries over a ") + (fp8 ? "fp8_e4m3" : "bf16") +
+                         " cache, 32 query / 8 KV heads of 128, block 16 scattered, one new token per sequence, batch "
+                         "{1, 16, 64} x context {512, 4096}; median of 15 samples of 5 calls; fit (weights 1/t^2) of "
+                         "time = fixed + KV bytes / bandwidth"},
+          {"fixed_us", c.fixed_s * 1e6},
+          {"bandwidth_gbps", c.bandwidth / 1e9},
+          {"points", points}};
+}
+
+nlohmann::json attention_sections(Device& dev, cudaStream_t stream) {
   nlohmann::json prefill = nlohmann::json::array();
   double flops = 0, secs = 0;
   // The 8,192-token prompt is issue 16's yardstick (attention_bench's prefill_8192); the rate the planner
@@ -180,11 +216,8 @@ nlohmann::json attention_sections(Device& dev, cudaStream_t stream) {
                        {"in_rate", in_rate}});
     if (in_rate) flops += f, secs += t;
   }
-  return {{"attention_decode",
-           {{"method", "paged_attention_cuda, bf16, 32 query / 8 KV heads of 128, block 16 scattered, one new token per "
-                       "sequence, batch {1, 16, 64} x context {512, 4096}; median of 15 samples of 5 calls; fit (weights "
-                       "1/t^2) of time = fixed + KV bytes / bandwidth"},
-            {"fixed_us", c.fixed_s * 1e6}, {"bandwidth_gbps", c.bandwidth / 1e9}, {"points", points}}},
+  return {{"attention_decode", decode_section(dev, stream, false)},
+          {"attention_decode_fp8", decode_section(dev, stream, true)},
           {"attention_prefill",
            {{"method", "paged_attention_cuda, one sequence: 2048 new tokens, and 512 after 1536 cached; causal FLOPs "
                        "4 * heads * head_dim per (query, visible key); tflops = those FLOPs / their time (the 8192 "
@@ -247,10 +280,14 @@ std::string format_device(const nlohmann::json& d) {
   }
   std::snprintf(line, sizeof(line), "  GEMM prefill       %6.1f TFLOP/s\n", d.at("gemm_prefill").at("tflops").get<double>());
   os << line;
-  const auto& a = d.at("attention_decode");
-  std::snprintf(line, sizeof(line), "  decode attention   %6.1f us + KV bytes / %6.0f GB/s\n", a.at("fixed_us").get<double>(),
-                a.at("bandwidth_gbps").get<double>());
-  os << line;
+  for (const char* key : {"attention_decode", "attention_decode_fp8"}) {
+    if (!d.contains(key)) continue;
+    const auto& a = d.at(key);
+    std::snprintf(line, sizeof(line), "  decode attention%s %6.1f us + KV bytes / %6.0f GB/s\n",
+                  std::string(key) == "attention_decode" ? "   " : " FP8", a.at("fixed_us").get<double>(),
+                  a.at("bandwidth_gbps").get<double>());
+    os << line;
+  }
   std::snprintf(line, sizeof(line), "  prefill attention  %6.1f TFLOP/s\n", d.at("attention_prefill").at("tflops").get<double>());
   os << line;
   std::snprintf(line, sizeof(line), "  kernel in a graph  %6.2f us\n", d.at("graph_kernel").at("us").get<double>());

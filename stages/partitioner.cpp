@@ -99,8 +99,11 @@ DecodeParts layer_parts(const ModelSpec& s, const Workload& w, const DeviceCeili
   p.gemm = gemm_s(dev, m, q + 2.0 * kv, hidden, wb, ab) + gemm_s(dev, m, hidden, q, wb, ab) +
            gemm_s(dev, m, 2.0 * inter, hidden, wb, ab) + gemm_s(dev, m, hidden, inter, wb, ab);
   static_assert(kGemmsPerLayer == 4, "the sum above names each projection");
-  p.attention = dev.measured.attention_decode.measured() ? dev.measured.attention_decode.time(kv_bytes)
-                                                         : kv_bytes / dev.bandwidth;
+  // An FP8 cache takes doctor's FP8 line where it measured one (its kernel does not run at the bf16 line's
+  // speed per byte), else the bf16 line over the halved bytes.
+  const bool fp8 = w.kv_dtype_bytes == 1 && dev.measured.attention_decode_fp8.measured();
+  const LinearCost& att = fp8 ? dev.measured.attention_decode_fp8 : dev.measured.attention_decode;
+  p.attention = att.measured() ? att.time(kv_bytes) : kv_bytes / dev.bandwidth;
   // Bytes read + written: two rms_norm 2 rows of hidden each, rope reads q|k|v and writes q, k and v
   // (cache), SiLU-mul 2 in + 1 out of the MLP width; the residual adds ride the GEMMs (their y read).
   const double small_bytes = m * ab * (4 * hidden + 2 * (q + 2 * kv) + 3 * inter + 2 * hidden);

@@ -61,11 +61,17 @@ TEST(DeviceProfile, ReadsEveryMeasuredPart) {
   EXPECT_DOUBLE_EQ(p.gemm_prefill_flops, 700e12);
   EXPECT_DOUBLE_EQ(p.attention_decode.fixed_s, 10e-6);
   EXPECT_DOUBLE_EQ(p.attention_decode.bandwidth, 2500e9);
+  EXPECT_DOUBLE_EQ(p.attention_decode_fp8.fixed_s, 12e-6);
+  EXPECT_DOUBLE_EQ(p.attention_decode_fp8.bandwidth, 1800e9);
   EXPECT_DOUBLE_EQ(p.attention_prefill_flops, 50e12);
   EXPECT_DOUBLE_EQ(p.graph_kernel_s, 2e-6);
   EXPECT_EQ(p.step_overhead_s, 0.0);  // never from the JSON: the planner's parameter
-  const std::string text = describe_device_model(p, 810e12, 4.28e12)[0];
+  const std::vector<std::string> lines = describe_device_model(p, 810e12, 4.28e12);
+  const std::string text = lines[0];
   EXPECT_NE(text.find("measured by conveyor doctor (doctor_measured.json)"), std::string::npos) << text;
+  bool fp8_line = false;
+  for (const std::string& l : lines) fp8_line = fp8_line || l == "  decode attention, FP8 cache: measured, 12.0 us + KV bytes / 1800 GB/s";
+  EXPECT_TRUE(fp8_line);
 }
 
 TEST(DeviceProfile, ErrorsNameTheKey) {

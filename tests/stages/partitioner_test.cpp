@@ -300,6 +300,23 @@ TEST(LayoutPrediction, MeasuredSpeedsHandComputed) {
   EXPECT_LT(p.output_tokens_per_s, ideal.output_tokens_per_s / 1.4);
 }
 
+// An FP8 cache's decode attention takes doctor's FP8 line (the fixture's 12 us + bytes / 1800 GB/s) where
+// it has one, else the bf16 line over the halved bytes; a bf16 cache never reads the FP8 line.
+TEST(LayoutPrediction, Fp8CacheTakesTheFp8AttentionLine) {
+  const ModelSpec s = llama3_8b();
+  const DeviceCeilings with = measured_fixture(0);
+  DeviceCeilings without = with;
+  without.measured.attention_decode_fp8 = LinearCost{};
+  Workload w;
+  w.context = 1536;
+  w.kv_dtype_bytes = 1;
+  const double tokens = 64, kv = tokens * 1536 * 2 * 8 * 128 * 1;  // K and V codes of 8 KV heads of 128
+  const double fp8_line = 12e-6 + kv / 1800e9, bf16_line = 10e-6 + kv / 2500e9;
+  EXPECT_NEAR(layer_time(s, w, with, tokens) - layer_time(s, w, without, tokens), fp8_line - bf16_line, 1e-12);
+  w.kv_dtype_bytes = 2;
+  EXPECT_DOUBLE_EQ(layer_time(s, w, with, tokens), layer_time(s, w, without, tokens));
+}
+
 TEST(LayoutPrediction, MeasuredDecodePadsToTheGraphBucket) {
   const ModelSpec s = llama3_8b();
   CompareWorkload cw;
