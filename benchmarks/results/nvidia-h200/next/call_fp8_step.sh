@@ -26,6 +26,8 @@ bench() {  # <tag> <env...>: attention_bench with an FP8 cache
     > $r/attention_fp8kv_$tag.txt 2>&1
   save "attention fp8 kv $tag rc=$? $(python3 -c "import json; d={x['name']: x for x in json.load(open('$r/attention_fp8kv_$tag.json'))}; print(*(f\"{n} {d[n]['time_us']:.1f} us {d[n]['GB/s']:.0f} GB/s\" for n in ('decode_b64_ctx4096', 'decode_b16_ctx16384')), f\"prefill 8k {d['prefill_8192_wgmma']['TFLOP/s']}\", sep='; ')" 2>&1 | tail -1)"
 }
+timeout 100 build/conveyor doctor --output-json $r/doctor.json > $r/doctor.log 2>&1  # with the FP8 decode line
+save "doctor rc=$? $(grep -E 'decode attention' $r/doctor.log | tr -s ' ' | tr '\n' ' ')"
 bench narrow_ws CONVEYOR_FP8_DECODE=narrow
 [ $wide_ok = 1 ] && bench wide_ws CONVEYOR_FP8_DECODE=wide
 bench narrow_overlap CONVEYOR_FP8_DECODE=narrow CONVEYOR_WGMMA_SCHEDULE=overlap
@@ -61,3 +63,10 @@ layout=narrow
   "${f8[@]}" --input-len 1024 --output-len 1024 --num-prompts 1000 --max-num-seqs 448 \
   --output-json $r/throughput.fp8.seqs448.$layout.json > $r/t1000_fp8_448_$layout.txt 2>&1
 save "1000 prompts fp8 ($layout decode) max_num_seqs 448 rc=$? $(grep -iE 'batch as|batch from|Throughput|TTFT' $r/t1000_fp8_448_$layout.txt 2>/dev/null | tr '\n' ' ' | cut -c1-300)"
+# The simulator's FP8 prediction of the same run from this machine's doctor (now with its FP8 decode line).
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && echo h200 || echo h100)
+printf 'name: 1 x %s (this call), FP8\nnodes: 1\ngpus_per_node: 1\ngpu: {preset: %s, doctor_json: %s}\nintra_node: nvlink-%s\nnetwork: ib-ndr-400\nprecision: fp8\n' \
+  $gpu $gpu $r/doctor.json $gpu > $r/cluster_fp8.yaml
+build/conveyor plan --cluster $r/cluster_fp8.yaml --set model.config=configs/models/llama-3-8b.yaml \
+  --workload prompts=1000,input=1024,output=1024,max_num_seqs=448 --output-json $r/plan_fp8_448.json > $r/plan_fp8_448.txt 2>&1
+save "plan fp8 448 rc=$? $(sed -n 6p $r/plan_fp8_448.txt | tr -s ' ')"
