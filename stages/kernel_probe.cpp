@@ -36,14 +36,18 @@ constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128, kBlockSize = 16;
 constexpr size_t kPoolBytes = size_t(1) << 30;
 constexpr int kGraphKernels = 200;
 
+// Copies a 16 MiB host chunk over the buffer's `bytes`, repeated.
+void fill_with(Device& dev, void* p, size_t bytes, const void* chunk, size_t chunk_bytes) {
+  for (size_t off = 0; off < bytes; off += chunk_bytes)
+    dev.copy_from_host(static_cast<char*>(p) + off, chunk, std::min(chunk_bytes, bytes - off));
+}
+
 void fill_random(Device& dev, void* p, size_t bytes, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<uint16_t> chunk(size_t(8) << 20);  // 16 MiB, copied over the buffer
+  std::vector<uint16_t> chunk(size_t(8) << 20);
   for (auto& x : chunk) x = float_to_bf16(u(rng));
-  const size_t chunk_bytes = chunk.size() * 2;
-  for (size_t off = 0; off < bytes; off += chunk_bytes)
-    dev.copy_from_host(static_cast<char*>(p) + off, chunk.data(), std::min(chunk_bytes, bytes - off));
+  fill_with(dev, p, bytes, chunk.data(), chunk.size() * 2);
 }
 
 // Random e4m3 codes, NaN codes (0x7f, 0xff) replaced.
@@ -54,8 +58,7 @@ void fill_codes(Device& dev, void* p, size_t bytes, uint32_t seed) {
     x = static_cast<uint8_t>(rng() & 0xff);
     if ((x & 0x7f) == 0x7f) x ^= 1;
   }
-  for (size_t off = 0; off < bytes; off += chunk.size())
-    dev.copy_from_host(static_cast<char*>(p) + off, chunk.data(), std::min(chunk.size(), bytes - off));
+  fill_with(dev, p, bytes, chunk.data(), chunk.size());
 }
 
 // Median seconds of one call (runtime/core/event_timing.h), 15 samples by default.

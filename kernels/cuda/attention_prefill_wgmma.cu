@@ -44,9 +44,6 @@ constexpr int kWsThreads = kThreads + kProducers;
 // kOverlap: a warpgroup issues tile j's S = Q K^T and tile j - 1's O += P V together, runs tile j's
 //   softmax while O += P V runs, and waits for it only to rescale O (four K/V stages: tile j - 1's V is
 //   still read while tile j + 2 loads);
-// kOverlapQreg: kOverlap with Q's A fragments held in registers (S = Q K^T then reads only K from shared
-//   memory: at 64 keys a both-operands-in-shared m64n64k16 reads 4 KB in its 32 tensor-core cycles, all of
-//   an SM's 128 bytes per cycle).
 // Round 7 also raced two schedules with the warpgroups staggered by named barriers (pingpong, 260 TFLOP/s
 // at 8k; overlap_pingpong, 288, against overlap's 297): the per-tile barrier keeps them in step already.
 // kWs: kOverlap in a warp-specialized CTA: producer warps load the K/V tiles and
@@ -55,7 +52,9 @@ constexpr int kWsThreads = kThreads + kProducers;
 //   (Q in registers too would spill at head_dim 128: 384 threads leave 168 registers a thread);
 // kWsPingpong: kWs with the two warpgroups taking turns to issue their products (named barriers), so one's
 //   softmax runs while the other's products do (written after round 8, not yet run on a GPU).
-enum Schedule { kSync = 0, kOverlap = 1, kOverlapQreg = 2, kWs = 3, kWsPingpong = 4 };
+// Round 8 also raced overlap_qreg (kOverlap with Q's A fragments in registers): 311 TFLOP/s at 8k against
+// ws's 432, and ws cannot afford those registers, so it was removed.
+enum Schedule { kSync = 0, kOverlap = 1, kWs = 2, kWsPingpong = 3 };
 
 // Set by the device code the driver loaded: 1 when it is the wgmma build (sm_90a), so the host knows
 // whether this kernel exists on the current GPU.
@@ -176,32 +175,6 @@ __device__ __forceinline__ void attend_tile(bool touch, float (&o)[D / 8][4], fl
   fence_regs<D / 8>(o);
 }
 
-// kOverlapQreg: the lane's A fragments of Q (the warp's 16 rows from `warp_row` of the CTA's, head dims
-// 16 kk .. + 16), read once from the swizzled Q tile: registers 0 and 2 row g, 1 and 3 row g + 8; 0 and 1
-// dims 2 tq, 2 and 3 dims 8 + 2 tq (pack_p's order).
-template <int D>
-__device__ __forceinline__ void load_q_frags(uint32_t (&qf)[D / 16][4], const uint16_t* q_s, int warp_row) {
-  const int g = (threadIdx.x % 32) / 4, tq = threadIdx.x % 4;
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int row = warp_row + g + 8 * (i & 1), col = 16 * kk + 8 * (i >> 1) + 2 * tq;
-      qf[kk][i] = *reinterpret_cast<const uint32_t*>(q_s + Swizzled<kRows>::at(row, col));
-    }
-}
-
-// Issues S = Q K^T with Q from registers (K as issue_scores reads it).
-template <typename T, int D>
-__device__ __forceinline__ void issue_scores_rs(float (&s)[kKeys / 8][4], const uint32_t (&qf)[D / 16][4],
-                                                const uint16_t* k_s) {
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    wgmma_rs_n64_kmajor<T>(s, qf[kk], smem_desc(k_s + (kk / 4) * kKeys * 64 + (kk % 4) * 16, 16, kAtomBytes), kk);
-  }
-  wgmma_commit();
-}
-
 // kOverlap's state between tiles: P of the tile before and that tile's V, whose O += P V is issued beside
 // the next tile's S = Q K^T. The first tile's "tile before" is P = 0 over its own V (adds exactly zero), and
 // a warpgroup computes every tile of the CTA's range (one its rows do not see masks to P = 0): a branch
@@ -226,20 +199,15 @@ __device__ __forceinline__ void finish_pv(float (&o)[D / 8][4], const PendingPv&
 
 // kTurns (kWsPingpong): the warpgroup waits for its turn (named barrier 2 + its index) before issuing and
 // hands the turn to the other (2 + the other's index) after; consume sets up the first turn.
-template <typename T, int D, bool kQreg, bool kTurns = false>
+template <typename T, int D, bool kTurns = false>
 __device__ __forceinline__ void attend_tile_overlap(PendingPv& pend, float (&o)[D / 8][4], float (&m)[2],
-                                                    float (&l)[2], const uint16_t* q_g,
-                                                    const uint32_t (&qf)[D / 16][4], const uint16_t* k_s,
+                                                    float (&l)[2], const uint16_t* q_g, const uint16_t* k_s,
                                                     const uint16_t* v_s, const RowRanges<1>& r, int k0,
                                                     float scale_log2) {
   float s[kKeys / 8][4];
   if constexpr (kTurns) named_barrier(2 + threadIdx.x / 128, kThreads);
   wgmma_fence();
-  if constexpr (kQreg) {
-    issue_scores_rs<T, D>(s, qf, k_s);
-  } else {
-    issue_scores<T, D>(s, q_g, k_s);
-  }
+  issue_scores<T, D>(s, q_g, k_s);
   issue_pv<T, D>(o, pend.p, pend.v);
   if constexpr (kTurns) named_barrier_arrive(3 - threadIdx.x / 128, kThreads);
   wgmma_wait<1>();  // S; O += P V may still run
@@ -321,7 +289,6 @@ __device__ __forceinline__ void consume(const uint16_t* q_s, const uint16_t* kv_
 #pragma unroll
   for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.f, 0.f};
-  uint32_t qf[D / 16][4];  // unused (kOverlapQreg's)
   const uint16_t* q_g = q_s + (threadIdx.x / 128) * kGroupRows * 64;
   PendingPv pend;
   pend.clear(kv_s + kKeys * D);
@@ -332,7 +299,7 @@ __device__ __forceinline__ void consume(const uint16_t* q_s, const uint16_t* kv_
     mbar_wait(&full[st], (j / kStages) & 1);
     fence_async_smem();  // the producer's writes, now seen, before this warpgroup's wgmma reads them
     const uint16_t* k_s = kv_s + 2 * st * kKeys * D;
-    attend_tile_overlap<T, D, false, kTurns>(pend, o, m, l, q_g, qf, k_s, k_s + kKeys * D, r, k0, a.scale_log2);
+    attend_tile_overlap<T, D, kTurns>(pend, o, m, l, q_g, k_s, k_s + kKeys * D, r, k0, a.scale_log2);
     if (j > 0) mbar_arrive(&empty[(j - 1) % kStages]);  // tile j - 1's V has been read
   }
   if (kTurns && group == 0) named_barrier(2, kThreads);  // warpgroup 1's last hand-over, left unclaimed
@@ -351,8 +318,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
 #if defined(CONVEYOR_WGMMA)
   constexpr int kTile = kKeys * D;
   extern __shared__ __align__(1024) uint16_t smem[];  // Q, then (K, V) of each stage
-  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  uint16_t* q_s = smem + ((base + 1023) / 1024 * 1024 - base) / 2;  // the swizzle atoms' alignment
+  uint16_t* q_s = align_atoms(smem);
   uint16_t* kv_s = q_s + kRows * D;
 
   CtaTile c;
@@ -394,12 +360,6 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
   }
   __syncthreads();
   for (int j = 0; j < kAhead; ++j) load(j);
-  uint32_t qf[D / 16][4];  // kOverlapQreg: Q's A fragments
-  if constexpr (kSchedule == kOverlapQreg) {
-    cp_async_wait<kAhead>();  // Q has landed for this thread ...
-    __syncthreads();          // ... and for every thread
-    load_q_frags<D>(qf, q_s, warp_row);
-  }
   PendingPv pend;
   pend.clear(kv_s + kTile);
   for (int k0 = r.cta_first, j = 0; k0 <= r.cta_last; k0 += kKeys, ++j) {
@@ -411,16 +371,15 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
     const int entry = t < kKeys ? table_entry(table, a, pn, r.cta_last) : -1;
     const uint16_t* k_s = kv_s + 2 * (j % kStages) * kTile;
     const uint16_t* q_g = q_s + group * kGroupRows * 64;
-    if constexpr (kSchedule >= kOverlap) {
-      attend_tile_overlap<T, D, kSchedule == kOverlapQreg>(pend, o, m, l, q_g, qf, k_s, k_s + kTile, r, k0,
-                                                           a.scale_log2);
+    if constexpr (kSchedule == kOverlap) {
+      attend_tile_overlap<T, D>(pend, o, m, l, q_g, k_s, k_s + kTile, r, k0, a.scale_log2);
     } else {
       const bool touch = k0 <= gr.y && k0 + kKeys - 1 >= gr.x;  // uniform over the warpgroup
       attend_tile<T, D>(touch, o, m, l, q_g, k_s, k_s + kTile, r, k0, a.scale_log2);
     }
     if (t < kKeys) rows_s[j % kStages][t] = row_offset(a, entry, pn, D);  // tile j's offsets are used up
   }
-  if constexpr (kSchedule >= kOverlap) finish_pv<T, D>(o, pend);
+  if constexpr (kSchedule == kOverlap) finish_pv<T, D>(o, pend);
   store_rows<T, D>(a, o, l, r.pos[0], q0 + row0 + warp_row, head);
 #else
   (void)a;
@@ -439,8 +398,7 @@ template <typename T, typename KV, int D, bool kTurns>
 __global__ void __launch_bounds__(kWsThreads, 1) wgmma_ws_prefill_kernel(PagedAttentionArgs a) {
 #if defined(CONVEYOR_WGMMA)
   extern __shared__ __align__(1024) uint16_t smem[];  // Q, then (K, V) of each stage, as the kernel above
-  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  uint16_t* q_s = smem + ((base + 1023) / 1024 * 1024 - base) / 2;
+  uint16_t* q_s = align_atoms(smem);
   uint16_t* kv_s = q_s + kRows * D;
   __shared__ uint64_t full[kStages], empty[kStages];
 
@@ -481,17 +439,15 @@ void launch_schedule(const PagedAttentionArgs& a, const dim3& grid, DType dt, cu
 }
 
 // CONVEYOR_WGMMA_SCHEDULE: ws (the default: the fastest at 2k-16k on round 8's H100, 432 TFLOP/s at 8k
-// against 299-314 for the others), ws_pingpong, overlap, sync or overlap_qreg (Schedule), read once per
-// process.
+// against 298-314 for the others), ws_pingpong, overlap or sync (Schedule), read once per process.
 int schedule_from_env() {
   const char* v = std::getenv("CONVEYOR_WGMMA_SCHEDULE");
   const std::string name = v == nullptr ? "" : v;
   if (name == "ws" || name.empty()) return kWs;
   if (name == "overlap") return kOverlap;
   if (name == "sync") return kSync;
-  if (name == "overlap_qreg") return kOverlapQreg;
   if (name == "ws_pingpong") return kWsPingpong;
-  CONVEYOR_THROW("CONVEYOR_WGMMA_SCHEDULE='", name, "': expected ws, ws_pingpong, overlap, sync or overlap_qreg");
+  CONVEYOR_THROW("CONVEYOR_WGMMA_SCHEDULE='", name, "': expected ws, ws_pingpong, overlap or sync");
 }
 
 }  // namespace
@@ -519,8 +475,6 @@ void launch_wgmma_prefill(const PagedAttentionArgs& a, int max_query_len, DType 
     launch_schedule<kWs>(a, grid, dt, s);
   } else if (schedule == kWsPingpong) {
     launch_schedule<kWsPingpong>(a, grid, dt, s);
-  } else if (schedule == kOverlapQreg) {
-    launch_schedule<kOverlapQreg>(a, grid, dt, s);
   } else if (schedule == kOverlap) {
     launch_schedule<kOverlap>(a, grid, dt, s);
   } else {

@@ -18,11 +18,22 @@
 namespace conveyor::cuda_detail {
 
 #if defined(CONVEYOR_WGMMA)
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {  // the shared-window address of p
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// The first 1,024-byte boundary at or after p in shared memory (the swizzle atoms' alignment; a kernel's
+// dynamic shared memory asks for 1,024 more bytes than its tiles to afford it).
+__device__ __forceinline__ uint16_t* align_atoms(uint16_t* p) {
+  const uint32_t base = smem_addr(p);
+  return p + ((base + 1023) / 1024 * 1024 - base) / 2;
+}
+
 // A shared-memory matrix descriptor for the 128-byte swizzle: start address, LBO and SBO in 16-byte units.
 // K-major operands (Q, K): SBO the next 8 rows (1,024 bytes), LBO unused. MN-major (V): LBO the next 64
 // columns (a half), SBO the next 8 rows.
 __device__ __forceinline__ uint64_t smem_desc(const void* p, uint32_t lbo, uint32_t sbo) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  const uint32_t addr = smem_addr(p);
   return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
          (static_cast<uint64_t>(sbo >> 4) << 32) | (1ull << 62);
 }
@@ -87,21 +98,6 @@ __device__ __forceinline__ void wgmma_ss_n64(float (&d)[8][4], uint64_t a, uint6
   else CV_WGMMA_SS_N64("f16");
 }
 
-// d (64 x 64, fp32) (+)= A (64 x 16, registers: the m16n8k16 A fragment of the lane's warp rows) * B (16 x 64,
-// shared, K-major); accumulate = 0 overwrites.
-#define CV_WGMMA_RS_N64_KMAJOR(TY)                                                                        \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                              \
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " CV_REGS32                     \
-               ", {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"                                          \
-               : CV_ACC32(d)                                                                             \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate))
-template <typename T>
-__device__ __forceinline__ void wgmma_rs_n64_kmajor(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b,
-                                                    int accumulate) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) CV_WGMMA_RS_N64_KMAJOR("bf16");
-  else CV_WGMMA_RS_N64_KMAJOR("f16");
-}
-
 // d (64 x N, fp32) += A (64 x 16, registers: the m16n8k16 A fragment of the lane's warp rows) * B (16 x N,
 // shared, MN-major).
 #define CV_WGMMA_RS_N64(TY)                                                                               \
@@ -130,9 +126,6 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[D / 8][4], const uint32_t (&
 
 // An mbarrier in shared memory (8 bytes), by its shared-memory address: initialized for `count` arrivals per
 // phase; waited for by the parity of the phase (0 for phases 0, 2, ...).
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 __device__ __forceinline__ void mbar_init(uint64_t* bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 }

@@ -13,7 +13,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 save build
 tflops() { python3 -c "import json,sys; print(next(x['TFLOP/s'] for x in json.load(open(sys.argv[1])) if x['name']==sys.argv[2]))" "$1" "$2" 2>/dev/null || echo 0; }
 best=overlap; bestv=0
-for pp in ws ws_pingpong overlap_qreg overlap sync; do
+for pp in ws ws_pingpong overlap sync; do
   CONVEYOR_WGMMA_SCHEDULE=$pp CONVEYOR_REQUIRE_GPU=1 timeout 100 build/tests/kernels_attention_gpu_test > $r/${pp}_test.log 2>&1
   rc=$?
   save "$pp test rc=$rc $(grep -E 'PASSED|FAILED' $r/${pp}_test.log | head -3 | tr '\n' ' ')"
