@@ -173,6 +173,9 @@ int main(int argc, char** argv) {
         all.push_back(conveyor::run(name, batch, ctx - 1, 1).json);
         std::printf("%s\n", all.back().c_str());
       }
+    // The decode step of the 1,000-prompt 1024/1024 workload: 256 sequences at its mean context.
+    all.push_back(conveyor::run("decode_b256_ctx1536", 256, 1535, 1).json);
+    std::printf("%s\n", all.back().c_str());
     // Causal prefill of one sequence (issue 16 asks 4k, 8k and 16k), 16 sequences of 512 new tokens (one
     // 8,192-token step of the batch-64 workload's prefill) and a chunk after history: with the kernel the
     // runtime chooses, then each kernel forced ("<name>_mma_sync", and on sm_90 "<name>_wgmma").

@@ -4,9 +4,9 @@
 // 16-byte copies in flight, no registers held), keeps an online softmax per lane group in fp32, and
 // merges its lane groups through shared memory; with several splits a reduce kernel merges the split
 // partials (flash-decoding). Sequences with several new tokens go to attention_prefill.cu. An FP8
-// cache runs the same kernels with a one-byte cache element (Fp8Kv): each lane copies 8 codes (8 bytes)
-// per row and converts them to fp32 in registers, or, in the wide layout (set_fp8_decode_wide), 16 codes
-// in one 16-byte copy.
+// cache runs, by default, attention_decode_mma.cu's tensor-core kernel; the other FP8 layouts run these
+// kernels with a one-byte cache element (Fp8Kv): each lane copies 8 codes (8 bytes) per row and converts
+// them to fp32 in registers, or, in the wide layout, 16 codes in one 16-byte copy (set_fp8_decode_layout).
 #include "kernels/cuda/attention.h"
 
 #include <cuda_bf16.h>
@@ -25,7 +25,10 @@
 namespace conveyor {
 namespace {
 
+using cuda_detail::decode_splits;
 using cuda_detail::Elem;
+using cuda_detail::kMinPartition;
+using cuda_detail::kTargetRows;
 using cuda_detail::Fp8Kv;
 using cuda_detail::kNegInf;
 using cuda_detail::PagedAttentionArgs;
@@ -37,28 +40,14 @@ constexpr int kUnroll = 4;               // positions per lane group and pipelin
 // per step and CTA). Measured on H200 (b64 x 4k): 3 stages 295 us, 4 stages 296 us (and 6 stages, which
 // leave 2 CTAs per SM, much slower): the math needs warps more than the loads need depth.
 constexpr int kStages = 3;
-constexpr int kMinPartition = 64;        // fewest positions worth a split of their own
-// (token, head) rows x splits per launch; bounds the workspace. Measured on H200 (batch 16/64, 32 heads,
-// 1k-16k context): 4096 beat 8192 and 16384 (fewer, longer splits; 16384 was 2-15% slower).
-constexpr long long kTargetRows = 4096;
 constexpr int kMaxHeadTile = 8;          // query heads per CTA; registers grow with it
 constexpr int kMaxHeadTileWide = 2;      // the same for the wide FP8 layout (16 elements per lane: q and the
                                          // accumulators take 2 x 16 registers per head, under 128 in all)
 
-// Splits of the decode kernel: enough CTAs to fill the GPU, no split shorter than kMinPartition.
-// Host and device: with a device max_context the kernels recompute it from the exact value.
-__host__ __device__ inline int choose_splits(int num_tokens, int n_heads, int max_context_len) {
-  const int c = max_context_len > kMinPartition ? (max_context_len + kMinPartition - 1) / kMinPartition : 1;
-  const long long rows = static_cast<long long>(num_tokens) * n_heads;
-  if (c <= 1 || rows >= kTargetRows) return 1;
-  const long long cap = kTargetRows / rows;
-  return static_cast<int>(c < cap ? c : cap);
-}
-
 // The splits this launch uses: exact from device memory when given (never above the grid's).
 __device__ __forceinline__ int live_splits(const PagedAttentionArgs& a) {
   if (a.max_context == nullptr) return a.splits;
-  const int s = choose_splits(a.num_tokens, a.n_heads, __ldg(a.max_context));
+  const int s = decode_splits(a.num_tokens, a.n_heads, __ldg(a.max_context));
   return s < a.splits ? s : a.splits;
 }
 
@@ -376,18 +365,21 @@ int head_tile(int group, int max_tile) {
   return g;
 }
 
-// The FP8 decode layout (attention.h): -1 until read from CONVEYOR_FP8_DECODE (narrow, the default, or wide).
-int g_fp8_decode_wide = -1;
+// The FP8 decode layout (attention.h): -1 until read from CONVEYOR_FP8_DECODE (mma, the default, narrow or
+// wide), else a Fp8DecodeLayout.
+int g_fp8_decode = -1;
 
-bool fp8_decode_wide() {
-  if (g_fp8_decode_wide < 0) {
+Fp8DecodeLayout fp8_decode_layout() {
+  if (g_fp8_decode < 0) {
     const char* v = std::getenv("CONVEYOR_FP8_DECODE");
     const std::string name = v == nullptr ? "" : v;
-    CONVEYOR_CHECK(name.empty() || name == "narrow" || name == "wide", "CONVEYOR_FP8_DECODE='", name,
-                   "': expected narrow or wide");
-    g_fp8_decode_wide = name == "wide" ? 1 : 0;
+    CONVEYOR_CHECK(name.empty() || name == "mma" || name == "narrow" || name == "wide", "CONVEYOR_FP8_DECODE='",
+                   name, "': expected mma, narrow or wide");
+    g_fp8_decode = static_cast<int>(name == "wide"     ? Fp8DecodeLayout::kWide
+                                    : name == "narrow" ? Fp8DecodeLayout::kNarrow
+                                                       : Fp8DecodeLayout::kMma);
   }
-  return g_fp8_decode_wide == 1;
+  return static_cast<Fp8DecodeLayout>(g_fp8_decode);
 }
 
 template <typename T, typename KV, int D, int G, int E>
@@ -421,6 +413,15 @@ void launch_decode(const PagedAttentionArgs& a, int tile, cudaStream_t s) {
     case 128: launch_decode_d<T, KV, 128, E>(a, tile, s); break;
     default: launch_decode_d<T, KV, 256, E>(a, tile, s); break;
   }
+}
+
+// The decode kernel of the cache format and FP8 layout, then the merge of its splits.
+template <typename T>
+void launch_decode_all(const PagedAttentionArgs& a, Fp8DecodeLayout layout, int tile, DType dt, cudaStream_t s) {
+  if (!a.kv_fp8) launch_decode<T, T>(a, tile, s);
+  else if (layout == Fp8DecodeLayout::kMma) cuda_detail::launch_decode_mma(a, dt, s);
+  else if (layout == Fp8DecodeLayout::kWide) launch_decode<T, Fp8Kv, 16>(a, tile, s);
+  else launch_decode<T, Fp8Kv>(a, tile, s);
   if (a.splits > 1) {
     decode_reduce_kernel<T><<<dim3(a.num_tokens, a.n_heads), std::min(a.head_dim, 128), 0, s>>>(a);
     CONVEYOR_CUDA_CHECK(cudaGetLastError());
@@ -451,7 +452,7 @@ void check_attention_args(const AttentionBatchCuda& b, const PagedKvShape& shape
 
 }  // namespace
 
-void set_fp8_decode_wide(bool wide) { g_fp8_decode_wide = wide ? 1 : 0; }
+void set_fp8_decode_layout(Fp8DecodeLayout layout) { g_fp8_decode = static_cast<int>(layout); }
 
 size_t paged_attention_workspace_bytes(int num_tokens, int n_heads, int head_dim, int max_context_len) {
   const int c = context_splits_max(max_context_len);
@@ -494,10 +495,14 @@ void paged_attention_cuda(void* out, const void* q, const void* k_cache, const v
   a.k_scale = kv.fp8 ? kv.scales.k : 1.f;
   a.v_scale = kv.fp8 ? kv.scales.v : 1.f;
   a.scale_log2 = p.scale * a.k_scale * 1.4426950408889634f;  // q.(code * k_scale) = (q.code) * k_scale
-  a.splits = choose_splits(b.num_tokens, p.n_heads, b.max_context_len);
+  a.splits = decode_splits(b.num_tokens, p.n_heads, b.max_context_len);
   a.max_context = b.max_context_len_dev;
-  const bool wide = kv.fp8 && fp8_decode_wide();
-  const int tile = head_tile(a.group, wide ? kMaxHeadTileWide : kMaxHeadTile);
+  Fp8DecodeLayout layout = kv.fp8 ? fp8_decode_layout() : Fp8DecodeLayout::kNarrow;
+  if (layout == Fp8DecodeLayout::kMma && !cuda_detail::decode_mma_supports(shape.head_dim))
+    layout = Fp8DecodeLayout::kNarrow;
+  const int tile = layout == Fp8DecodeLayout::kMma    ? kMaxHeadTile
+                   : layout == Fp8DecodeLayout::kWide ? head_tile(a.group, kMaxHeadTileWide)
+                                                      : head_tile(a.group, kMaxHeadTile);
   a.chunks = ceil_div(a.group, tile);
   CONVEYOR_CHECK(static_cast<long long>(a.n_kv_heads) * a.chunks <= 65535 && a.splits <= 65535,
                  "paged_attention_cuda: grid too large (n_kv_heads ", a.n_kv_heads, ", splits ", a.splits, ")");
@@ -511,15 +516,8 @@ void paged_attention_cuda(void* out, const void* q, const void* k_cache, const v
   }
   const bool prefill = b.max_query_len > 1 && cuda_detail::prefill_kernel_supports(shape.head_dim);
   a.skip_multi = prefill ? 1 : 0;
-  if (dt == DType::kBF16) {
-    if (wide) launch_decode<__nv_bfloat16, Fp8Kv, 16>(a, tile, s);
-    else if (kv.fp8) launch_decode<__nv_bfloat16, Fp8Kv>(a, tile, s);
-    else launch_decode<__nv_bfloat16, __nv_bfloat16>(a, tile, s);
-  } else {
-    if (wide) launch_decode<__half, Fp8Kv, 16>(a, tile, s);
-    else if (kv.fp8) launch_decode<__half, Fp8Kv>(a, tile, s);
-    else launch_decode<__half, __half>(a, tile, s);
-  }
+  if (dt == DType::kBF16) launch_decode_all<__nv_bfloat16>(a, layout, tile, dt, s);
+  else launch_decode_all<__half>(a, layout, tile, dt, s);
   if (prefill) cuda_detail::launch_prefill_attention(a, b.max_query_len, dt, s);
 }
 

@@ -79,12 +79,15 @@ void paged_attention_cuda(void* out,             // [num_tokens, n_heads, head_d
 // not thread-safe against launches.
 enum class PrefillAttentionKernel { kAuto, kMmaSync, kWgmma };
 
-// How the decode kernel reads an FP8 cache: each lane copies 8 codes of a row (narrow, the default,
-// measured) or 16 in one 16-byte copy (wide: half the lanes per row, so half the shuffles and repeated
-// softmax per byte, and up to 2 query heads per CTA; written after round 8, not yet measured on a GPU).
-// The environment variable CONVEYOR_FP8_DECODE=narrow|wide sets it at the first FP8 launch unless this
-// was called before. Process-wide, not thread-safe against launches; for tests and benchmarks that race them.
-void set_fp8_decode_wide(bool wide);
+// How decode reads an FP8 cache: kMma (the default) runs S = Q K^T and O += P V on tensor cores
+// (attention_decode_mma.cu; head_dim 64 and 128, else kNarrow), kNarrow the CUDA-core kernel with 8 codes
+// per lane (8-byte copies), kWide the same with 16 codes per lane and up to 2 query heads per CTA. Round 9
+// (H100, batch 64 x 4k) measured kNarrow at 1.87 TB/s of FP8 cache and kWide no faster: the CUDA-core math
+// per position, not the copies, bounds them. The environment variable CONVEYOR_FP8_DECODE=mma|narrow|wide
+// sets it at the first FP8 launch unless this was called before. Process-wide, not thread-safe against
+// launches; for tests and benchmarks that race them.
+enum class Fp8DecodeLayout { kMma, kNarrow, kWide };
+void set_fp8_decode_layout(Fp8DecodeLayout layout);
 void set_prefill_attention_kernel(PrefillAttentionKernel k);
 // The kernel a prefill launch on the current device takes now ("wgmma" or "mma.sync").
 const char* prefill_attention_kernel_name();

@@ -229,6 +229,26 @@ struct PagedAttentionArgs {
   float k_scale = 1.f, v_scale = 1.f;
 };
 
+constexpr int kMinPartition = 64;        // fewest positions worth a split of their own
+// (token, head) rows x splits per launch; bounds the workspace. Measured on H200 (batch 16/64, 32 heads,
+// 1k-16k context): 4096 beat 8192 and 16384 (fewer, longer splits; 16384 was 2-15% slower).
+constexpr long long kTargetRows = 4096;
+
+// Splits of the decode kernels: enough CTAs to fill the GPU, no split shorter than kMinPartition.
+// Host and device: with a device max_context the kernels recompute it from the exact value.
+__host__ __device__ inline int decode_splits(int num_tokens, int n_heads, int max_context_len) {
+  const int c = max_context_len > kMinPartition ? (max_context_len + kMinPartition - 1) / kMinPartition : 1;
+  const long long rows = static_cast<long long>(num_tokens) * n_heads;
+  if (c <= 1 || rows >= kTargetRows) return 1;
+  const long long cap = kTargetRows / rows;
+  return static_cast<int>(c < cap ? c : cap);
+}
+
+// The decode kernel over an FP8 cache on tensor cores (attention_decode_mma.cu), head_dim 64 and 128: grid
+// (num_tokens, n_kv_heads * chunks, splits) with 8 query heads per chunk; the caller merges the splits.
+bool decode_mma_supports(int head_dim);
+void launch_decode_mma(const PagedAttentionArgs& a, DType dt, cudaStream_t s);
+
 // The flash-attention tile kernel for sequences with more than one new token (attention_prefill.cu);
 // an FP8 cache (a.kv_fp8) is converted to dt exactly as its tiles are loaded.
 // It runs on Hopper's warpgroup MMA where the GPU is sm_90 and the build has sm_90a code

@@ -101,9 +101,11 @@ void run_case(const Case& c, DType dt) {
   std::vector<float> want(static_cast<size_t>(tokens) * c.n_heads * c.head_dim);
   paged_attention_fp8_ref(want.data(), h.q.data(), h.k_cache.data(), h.v_cache.data(), hb, h.shape, p, kScales);
   const float tol = dt == DType::kBF16 ? 1e-2f : 2e-3f;
-  for (bool wide : {false, true}) {  // both FP8 decode layouts (set_fp8_decode_wide)
-    SCOPED_TRACE(wide ? "wide FP8 decode" : "narrow FP8 decode");
-    set_fp8_decode_wide(wide);
+  for (auto layout : {Fp8DecodeLayout::kMma, Fp8DecodeLayout::kNarrow, Fp8DecodeLayout::kWide}) {
+    SCOPED_TRACE(layout == Fp8DecodeLayout::kMma      ? "mma FP8 decode"
+                 : layout == Fp8DecodeLayout::kNarrow ? "narrow FP8 decode"
+                                                      : "wide FP8 decode");
+    set_fp8_decode_layout(layout);
     testing::for_each_prefill_kernel([&] {
       CONVEYOR_CUDA_CHECK(cudaMemset(out.data(), 0xff, out.bytes()));  // NaN: every element must be written
       paged_attention_cuda(out.data(), q.data(), k_cache.data(), v_cache.data(), b, h.shape, p, ws.data(), dt,
@@ -111,7 +113,7 @@ void run_case(const Case& c, DType dt) {
       EXPECT_EQ(compare_all(testing::download(out, dt), want, tol, tol), "") << "attention output";
     });
   }
-  set_fp8_decode_wide(false);
+  set_fp8_decode_layout(Fp8DecodeLayout::kMma);
 }
 
 class PagedAttentionFp8Gpu : public ::testing::TestWithParam<DType> {};
