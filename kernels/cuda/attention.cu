@@ -44,26 +44,19 @@ constexpr int kMaxHeadTile = 8;          // query heads per CTA; registers grow 
 constexpr int kMaxHeadTileWide = 2;      // the same for the wide FP8 layout (16 elements per lane: q and the
                                          // accumulators take 2 x 16 registers per head, under 128 in all)
 
-// The splits this launch uses: exact from device memory when given (never above the grid's).
-__device__ __forceinline__ int live_splits(const PagedAttentionArgs& a) {
-  if (a.max_context == nullptr) return a.splits;
-  const int s = decode_splits(a.num_tokens, a.n_heads, __ldg(a.max_context));
-  return s < a.splits ? s : a.splits;
-}
-
 // ---- decode -----------------------------------------------------------------------------------------
 
 // The (token, head) rows and context range one decode CTA owns.
 struct DecodeWork {
   int seq, pos, begin, end;  // positions [begin, end) of this split
-  int splits;                // splits in use (live_splits)
+  int splits;                // splits in use (decode_live_splits)
   bool skip;
 };
 
 __device__ __forceinline__ DecodeWork decode_work(const PagedAttentionArgs& a, int t, int split) {
   DecodeWork w;
   w.seq = cuda_detail::find_seq(a.query_start, a.num_seqs, t);
-  w.splits = live_splits(a);
+  w.splits = cuda_detail::decode_live_splits(a);
   w.skip = split >= w.splits ||
            (a.skip_multi && __ldg(a.query_start + w.seq + 1) - __ldg(a.query_start + w.seq) > 1);
   w.pos = __ldg(a.positions + t);
@@ -333,7 +326,7 @@ __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedA
 template <typename T>
 __global__ void decode_reduce_kernel(PagedAttentionArgs a) {
   const int t = blockIdx.x, h = blockIdx.y;
-  const int splits = live_splits(a);
+  const int splits = cuda_detail::decode_live_splits(a);
   if (splits == 1) return;  // the decode kernel wrote the output itself
   if (a.skip_multi) {
     const int seq = cuda_detail::find_seq(a.query_start, a.num_seqs, t);  // blockDim is a multiple of 32

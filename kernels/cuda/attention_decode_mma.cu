@@ -171,8 +171,10 @@ __device__ __forceinline__ void step(Acc<D>& st, const uint32_t (&qa)[D / 16][2]
     const uint2 v2 = vs[(2 * S::kC + c) * kThreads], v3 = vs[(3 * S::kC + c) * kThreads];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {  // dims 64c + 8g + 4h .. + 3: words .x, .y
-      const uint32_t lo01 = prmt(h ? v0.y : v0.x, h ? v1.y : v1.x, 0x5140), hi01 = prmt(h ? v0.y : v0.x, h ? v1.y : v1.x, 0x7362);
-      const uint32_t lo23 = prmt(h ? v2.y : v2.x, h ? v3.y : v3.x, 0x5140), hi23 = prmt(h ? v2.y : v2.x, h ? v3.y : v3.x, 0x7362);
+      const uint32_t w0 = h ? v0.y : v0.x, w1 = h ? v1.y : v1.x, w2 = h ? v2.y : v2.x, w3 = h ? v3.y : v3.x;
+      // Byte e of positions 2t and 2t + 1 (2t + 8 and 2t + 9) side by side: the pairs of B's two registers.
+      const uint32_t lo01 = prmt(w0, w1, 0x5140), hi01 = prmt(w0, w1, 0x7362);
+      const uint32_t lo23 = prmt(w2, w3, 0x5140), hi23 = prmt(w2, w3, 0x7362);
       const uint32_t b0[4] = {lo01, lo01 >> 16, hi01, hi01 >> 16}, b1[4] = {lo23, lo23 >> 16, hi23, hi23 >> 16};
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
@@ -236,7 +238,7 @@ struct Span {
 __device__ __forceinline__ Span span(const PagedAttentionArgs& a, int tok, int split) {
   Span w;
   w.seq = find_seq(a.query_start, a.num_seqs, tok);
-  w.splits = a.max_context == nullptr ? a.splits : min(a.splits, decode_splits(a.num_tokens, a.n_heads, __ldg(a.max_context)));
+  w.splits = decode_live_splits(a);
   w.skip = split >= w.splits ||
            (a.skip_multi && __ldg(a.query_start + w.seq + 1) - __ldg(a.query_start + w.seq) > 1);
   const int pos = __ldg(a.positions + tok);

@@ -244,6 +244,13 @@ __host__ __device__ inline int decode_splits(int num_tokens, int n_heads, int ma
   return static_cast<int>(c < cap ? c : cap);
 }
 
+// The splits a decode launch uses: exact from device memory when given (never above the grid's).
+__device__ __forceinline__ int decode_live_splits(const PagedAttentionArgs& a) {
+  if (a.max_context == nullptr) return a.splits;
+  const int s = decode_splits(a.num_tokens, a.n_heads, __ldg(a.max_context));
+  return s < a.splits ? s : a.splits;
+}
+
 // The decode kernel over an FP8 cache on tensor cores (attention_decode_mma.cu), head_dim 64 and 128: grid
 // (num_tokens, n_kv_heads * chunks, splits) with 8 query heads per chunk; the caller merges the splits.
 bool decode_mma_supports(int head_dim);

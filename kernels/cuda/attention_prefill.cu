@@ -273,7 +273,7 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_kernel(PagedAttentionArgs
 
 struct Kernel {  // for prefill::Launch; smem over 48 KiB at D 128
   static constexpr int kBlock = kThreads;
-  template <int D> static constexpr int smem() { return smem_bytes<D>(); }
+  template <typename KV, int D> static constexpr int smem() { return smem_bytes<D>(); }
   template <typename T, typename KV, int D> static auto fn() { return prefill_kernel<T, KV, D>; }
 };
 

@@ -220,7 +220,7 @@ inline dim3 prefill_grid(const PagedAttentionArgs& a, int max_query_len, int row
   return dim3(a.n_heads, tiles, a.num_seqs);
 }
 
-// Launches Kernel's instantiation for <T, KV, D> (Kernel: kBlock threads, smem<D>() bytes of dynamic shared
+// Launches Kernel's instantiation for <T, KV, D> (Kernel: kBlock threads, smem<KV, D>() bytes of dynamic shared
 // memory, fn<T, KV, D>() the __global__ function), the shared memory allowed once per process.
 template <typename Kernel>
 struct Launch {
@@ -231,9 +231,9 @@ struct Launch {
   void run() {
     const auto fn = Kernel::template fn<T, KV, D>();
     static const cudaError_t allowed =
-        cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, Kernel::template smem<D>());
+        cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, Kernel::template smem<KV, D>());
     CONVEYOR_CUDA_CHECK(allowed);
-    fn<<<grid, Kernel::kBlock, Kernel::template smem<D>(), s>>>(a);
+    fn<<<grid, Kernel::kBlock, Kernel::template smem<KV, D>(), s>>>(a);
     CONVEYOR_CUDA_CHECK(cudaGetLastError());
   }
 };

@@ -4,11 +4,11 @@
 // in wgmma's 128-byte-swizzled layout, so S = Q K^T reads both operands straight from shared memory, and
 // O += P V takes P from registers (the S accumulators, packed to 16 bits) and V from shared memory as an
 // MN-major operand; nothing goes through ldmatrix. K/V tiles of 64 positions travel by cp.async into four
-// stages. By default (the ws schedule) a third warpgroup only loads them and hands each stage over by
-// mbarriers, so the two computing warpgroups never meet at a CTA barrier; the other schedules load from
-// the computing threads, two tiles ahead, with one barrier per tile. How products and softmax interleave
-// is a Schedule (CONVEYOR_WGMMA_SCHEDULE). Masks, the online softmax and the output are
-// attention_prefill_tile.cuh's.
+// stages. By default (the ws schedule) a third warpgroup only loads them (an FP8 cache's codes by cp.async into
+// raw tiles, then converted) and hands each stage over by mbarriers, so the two computing warpgroups never meet
+// at a CTA barrier; the other schedules load from the computing threads, two tiles ahead, with one barrier
+// per tile. How products and softmax interleave is a Schedule (CONVEYOR_WGMMA_SCHEDULE). Masks, the online
+// softmax and the output are attention_prefill_tile.cuh's.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -37,6 +37,12 @@ constexpr int kAhead = 2;                  // tiles loaded ahead of the one comp
 constexpr int kProducers = 128;            // kWs: the producer warpgroup (one warp's cp.async land too slowly:
                                            // 185 TFLOP/s at 8k, the consumers waiting on half their samples)
 constexpr int kWsThreads = kThreads + kProducers;
+// kWs over an FP8 cache: a tile's codes land by cp.async in a raw (K, V) tile of their own (K's kKeys rows of D
+// bytes, then V's) while the producer converts the tile before; converting straight from global memory stalled
+// it on every load (115 TFLOP/s against 432 for bf16 at 8k; 330 so; 3 or 4 raw tiles ran no faster on an H100).
+constexpr int kRawTiles = 2;
+template <int D>
+constexpr int raw_bytes() { return kRawTiles * 2 * kKeys * D; }
 
 // How the warpgroups order their products and softmax (CONVEYOR_WGMMA_SCHEDULE; raced by attention_bench):
 // kSync: each product waited for where it ends (an O += P V left running into a softmax that rescales O
@@ -221,59 +227,149 @@ __device__ __forceinline__ void attend_tile_overlap(PendingPv& pend, float (&o)[
   pack_p<T>(s, pend.p);
   pend.v = v_s;
 }
-// kWs: the producer warps' copy of one K and V tile (positions k0 .. + kKeys, zeros past `last`) into a
-// stage: producer thread t takes rows t / 8 + (kProducers / 8) rr, 16-byte chunk t % 8 of each 64-column
-// half, the rows' block-table entries stepped from one division; the stage's full barrier gets the thread's
-// arrival when its copies have landed (a 16-bit cache's by cp.async; an FP8 one's converted through registers).
-template <typename T, typename KV, int D>
-__device__ __forceinline__ void produce_tile(uint16_t* k_s, const PagedAttentionArgs& a, const int32_t* table,
-                                             const KV* kc, const KV* vc, int kvh, int k0, int last, uint64_t* full) {
-  constexpr int kStep = kProducers / 8;  // rows between a thread's rows
+
+// kWs's producer thread t's rows of the tile at k0 when kLanes threads share a row: rows t / kLanes +
+// (kProducers / kLanes) rr, the rows' block-table entries stepped from one division; f(rr, ok, the row's pool
+// offset at kv head 0), ok false (offset 0) past `last`, past the table or for a block outside the pool.
+template <int kLanes, int D, typename F>
+__device__ __forceinline__ void for_producer_rows(const PagedAttentionArgs& a, const int32_t* table, int k0, int last,
+                                                  F&& f) {
+  constexpr int kStep = kProducers / kLanes;  // rows between a thread's rows
   const int t = static_cast<int>(threadIdx.x) - kThreads;
-  int p = k0 + t / 8, idx = p / a.block_size, in_block = p % a.block_size;
+  int p = k0 + t / kLanes, idx = p / a.block_size, in_block = p % a.block_size;
 #pragma unroll
   for (int rr = 0; rr < kKeys / kStep; ++rr, p += kStep, in_block += kStep) {
     while (in_block >= a.block_size) in_block -= a.block_size, ++idx;
     const int block = p <= last && idx < a.max_blocks ? __ldg(table + idx) : -1;
     const bool ok = block >= 0 && block < a.num_blocks;
-    const long long row = ok ? (static_cast<long long>(block) * a.block_size + in_block) * a.n_kv_heads * D : 0;
+    f(rr, ok, ok ? (static_cast<long long>(block) * a.block_size + in_block) * a.n_kv_heads * D : 0ll);
+  }
+}
+
+// kWs over a 16-bit cache: the producer warps' cp.async copy of one K and V tile (positions k0 .. + kKeys, zeros
+// past `last`) into a stage, 16-byte chunk t % 8 of each 64-column half of the thread's rows; the stage's full
+// barrier gets the thread's arrival when its copies have landed.
+template <typename KV, int D>
+__device__ __forceinline__ void produce_tile(uint16_t* k_s, const PagedAttentionArgs& a, const int32_t* table,
+                                             const KV* kc, const KV* vc, int kvh, int k0, int last, uint64_t* full) {
+  const int t = static_cast<int>(threadIdx.x) - kThreads;
+  for_producer_rows<8, D>(a, table, k0, last, [&](int rr, bool ok, long long row) {
 #pragma unroll
     for (int h = 0; h < D / 64; ++h) {
       const int i = h * 8 * kKeys + kProducers * rr + t;
       const long long src = row + static_cast<long long>(kvh) * D + Swizzled<kKeys>::col(i);
       uint16_t* dk = k_s + Swizzled<kKeys>::offset(i);
-      if constexpr (sizeof(KV) == 2) {
-        cp_async16(dk, kc + src, ok);
-        cp_async16(dk + kKeys * D, vc + src, ok);
-      } else {
-        *reinterpret_cast<uint4*>(dk) = ok ? load8_as<T>(kc + src) : make_uint4(0, 0, 0, 0);
-        *reinterpret_cast<uint4*>(dk + kKeys * D) = ok ? load8_as<T>(vc + src) : make_uint4(0, 0, 0, 0);
+      cp_async16(dk, kc + src, ok);
+      cp_async16(dk + kKeys * D, vc + src, ok);
+    }
+  });
+  mbar_arrive_cp_async(full);
+}
+
+// Starts producer thread t's copies of one tile's codes into raw: 16-byte piece t % (D / 16) (16 codes) of each of
+// its rows, zeros for a row with no block. The thread later converts exactly these pieces (convert_raw), so its
+// own cp.async.wait_group makes them visible to it: no barrier among the producers.
+template <int D>
+__device__ __forceinline__ void fetch_raw(uint8_t* raw, const PagedAttentionArgs& a, const int32_t* table,
+                                          const Fp8Kv* kc, const Fp8Kv* vc, int kvh, int k0, int last) {
+  constexpr int kPer = D / 16;  // pieces per row
+  const int t = static_cast<int>(threadIdx.x) - kThreads;
+  const int col = t % kPer * 16;
+  for_producer_rows<kPer, D>(a, table, k0, last, [&](int rr, bool ok, long long row) {
+    const long long src = row + static_cast<long long>(kvh) * D + col;
+    uint8_t* d = raw + (t / kPer + kProducers / kPer * rr) * D + col;
+    cp_async16(d, kc + src, ok);
+    cp_async16(d + kKeys * D, vc + src, ok);
+  });
+}
+
+// 8 e4m3 codes (lo: the first 4) as 8 T values in one 16-byte vector, exactly (as load8_as).
+template <typename T>
+__device__ __forceinline__ uint4 codes8_as(uint32_t lo, uint32_t hi) {
+  float f[8];
+  unpack8<Fp8Kv>(make_uint4(lo, hi, 0u, 0u), f);
+  return make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]), pack2<T>(f[6], f[7]));
+}
+
+// Converts the thread's pieces of raw (fetch_raw's) into the stage k_s (V kKeys * D further) in the swizzled
+// layout: piece columns col .. + 15 are chunks col / 8 and col / 8 + 1 of one 64-column half. Odd halves store
+// their second chunk first, so the 8 lanes of a store phase (one row at D 128; rows 2k, 2k + 1 at D 64) hit 8
+// distinct 16-byte bank groups.
+template <typename T, int D>
+__device__ __forceinline__ void convert_raw(uint16_t* k_s, const uint8_t* raw) {
+  constexpr int kPer = D / 16;
+  const int t = static_cast<int>(threadIdx.x) - kThreads;
+  const int col = t % kPer * 16, odd = col / 64 % 2;
+#pragma unroll
+  for (int rr = 0; rr < kKeys * kPer / kProducers; ++rr) {
+    const int row = t / kPer + kProducers / kPer * rr;
+#pragma unroll
+    for (int kv = 0; kv < 2; ++kv) {
+      const uint4 c = *reinterpret_cast<const uint4*>(raw + kv * kKeys * D + row * D + col);
+#pragma unroll
+      for (int n = 0; n < 2; ++n) {
+        const int h = n ^ odd;  // the chunk stored n-th
+        *reinterpret_cast<uint4*>(k_s + kv * kKeys * D + Swizzled<kKeys>::at(row, col + 8 * h)) =
+            codes8_as<T>(h ? c.z : c.x, h ? c.w : c.y);
       }
     }
   }
-  if constexpr (sizeof(KV) == 2) {
-    mbar_arrive_cp_async(full);
-  } else {
-    fence_async_smem();
-    mbar_arrive(full);
+}
+
+// kWs's producer warps over an FP8 cache: the codes of the kRawTiles - 1 tiles after tile j travel while this
+// thread converts tile j's into stage j % kStages, once both warpgroups have released the tile kStages before it
+// (the raw copies wait for nothing); the stage's full barrier gets the arrival after the converted stores,
+// fenced for the consumers' wgmma.
+template <typename T, int D>
+__device__ __forceinline__ void produce_fp8(uint16_t* kv_s, uint8_t* raw, const PagedAttentionArgs& a,
+                                            const int32_t* table, int kvh, const RowRanges<1>& r, uint64_t* full,
+                                            uint64_t* empty) {
+  constexpr int kRaw = 2 * kKeys * D;     // bytes of one raw (K, V) tile
+  constexpr int kTravel = kRawTiles - 1;  // tiles whose codes travel while one converts
+  const Fp8Kv* kc = static_cast<const Fp8Kv*>(a.k_cache);
+  const Fp8Kv* vc = static_cast<const Fp8Kv*>(a.v_cache);
+#pragma unroll 1
+  for (int j = 0; j < kTravel; ++j) {  // a group per tile, empty past the range: cp_async_wait counts them
+    const int k0 = r.cta_first + j * kKeys;
+    if (k0 <= r.cta_last) fetch_raw<D>(raw + j * kRaw, a, table, kc, vc, kvh, k0, r.cta_last);
+    cp_async_commit();
   }
+  for (int k0 = r.cta_first, j = 0; k0 <= r.cta_last; k0 += kKeys, ++j) {
+    // Tile j + kTravel takes tile j - 1's raw tile, which this thread has converted already.
+    const int next = k0 + kTravel * kKeys;
+    if (next <= r.cta_last) {
+      fetch_raw<D>(raw + (j + kTravel) % kRawTiles * kRaw, a, table, kc, vc, kvh, next, r.cta_last);
+    }
+    cp_async_commit();  // (empty past the range)
+    cp_async_wait<kTravel>();  // tile j's codes (this thread's pieces) have landed
+    const int st = j % kStages;
+    if (j >= kStages) mbar_wait(&empty[st], (j / kStages - 1) & 1);
+    convert_raw<T, D>(kv_s + 2 * st * kKeys * D, raw + j % kRawTiles * kRaw);
+    fence_async_smem();
+    mbar_arrive(&full[st]);
+  }
+  cp_async_wait<0>();  // no copy outlives its warp
 }
 
 // kWs's producer warps: every tile of the CTA's range, tile j into stage j % kStages once both warpgroups have
-// released the tile kStages before it.
+// released the tile kStages before it (an FP8 cache's through raw, produce_fp8).
 template <typename T, typename KV, int D>
-__device__ __forceinline__ void produce(uint16_t* kv_s, const PagedAttentionArgs& a, int seq, int kvh,
+__device__ __forceinline__ void produce(uint16_t* kv_s, uint8_t* raw, const PagedAttentionArgs& a, int seq, int kvh,
                                         const RowRanges<1>& r, uint64_t* full, uint64_t* empty) {
   const int32_t* table = a.block_tables + static_cast<long long>(seq) * a.max_blocks;
-  const KV* kc = static_cast<const KV*>(a.k_cache);
-  const KV* vc = static_cast<const KV*>(a.v_cache);
-  for (int k0 = r.cta_first, j = 0; k0 <= r.cta_last; k0 += kKeys, ++j) {
-    const int st = j % kStages;
-    if (j >= kStages) mbar_wait(&empty[st], (j / kStages - 1) & 1);
-    produce_tile<T, KV, D>(kv_s + 2 * st * kKeys * D, a, table, kc, vc, kvh, k0, r.cta_last, &full[st]);
+  if constexpr (sizeof(KV) == 1) {
+    produce_fp8<T, D>(kv_s, raw, a, table, kvh, r, full, empty);
+  } else {
+    const KV* kc = static_cast<const KV*>(a.k_cache);
+    const KV* vc = static_cast<const KV*>(a.v_cache);
+    for (int k0 = r.cta_first, j = 0; k0 <= r.cta_last; k0 += kKeys, ++j) {
+      const int st = j % kStages;
+      if (j >= kStages) mbar_wait(&empty[st], (j / kStages - 1) & 1);
+      produce_tile<KV, D>(kv_s + 2 * st * kKeys * D, a, table, kc, vc, kvh, k0, r.cta_last, &full[st]);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();  // no copy outlives its warp
   }
-  cp_async_commit();
-  cp_async_wait<0>();  // no copy outlives its warp
 }
 
 // kWs's consumer warpgroups: Q, then the tiles as the producer hands them over (kOverlap's order, taking
@@ -390,7 +486,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_prefill_kernel(PagedAttenti
 template <int kSchedule>
 struct Kernel {  // for prefill::Launch; smem over 48 KiB
   static constexpr int kBlock = kThreads;
-  template <int D> static constexpr int smem() { return smem_bytes<D>(); }
+  template <typename KV, int D> static constexpr int smem() { return smem_bytes<D>(); }
   template <typename T, typename KV, int D> static auto fn() { return wgmma_prefill_kernel<T, KV, D, kSchedule>; }
 };
 
@@ -412,7 +508,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) wgmma_ws_prefill_kernel(PagedAt
   }
   __syncthreads();  // the barriers initialized; the last CTA-wide barrier
   if (producer) {
-    produce<T, KV, D>(kv_s, a, c.seq, c.kvh, r, full, empty);
+    uint8_t* raw = reinterpret_cast<uint8_t*>(kv_s + 2 * kStages * kKeys * D);  // FP8 only: WsKernel's extra bytes
+    produce<T, KV, D>(kv_s, raw, a, c.seq, c.kvh, r, full, empty);
     return;
   }
   load_q<D>(q_s, a, c.q0, c.qlen, c.row0, c.head);
@@ -425,9 +522,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) wgmma_ws_prefill_kernel(PagedAt
 }
 
 template <bool kTurns>
-struct WsKernel {  // for prefill::Launch
+struct WsKernel {  // for prefill::Launch; an FP8 cache's raw tiles after the stages
   static constexpr int kBlock = kWsThreads;
-  template <int D> static constexpr int smem() { return smem_bytes<D>(); }
+  template <typename KV, int D>
+  static constexpr int smem() { return smem_bytes<D>() + (sizeof(KV) == 1 ? raw_bytes<D>() : 0); }
   template <typename T, typename KV, int D> static auto fn() { return wgmma_ws_prefill_kernel<T, KV, D, kTurns>; }
 };
 

@@ -89,6 +89,79 @@ __global__ void __launch_bounds__(kHeldThreads)
   }
 }
 
+// Prefill's many rows: one block per row, each thread holding up to kVecChunks chunks of 8 elements
+// (one 16-byte load of bf16/f16, two of f32) in registers, so x is read once with full-width loads
+// and a warp's 8-byte code stores cover 256 contiguous bytes. The block size follows cols so that
+// most threads hold a full set of chunks. Same amax, scale and encoding as above, so the same codes.
+constexpr int kVecChunk = 8;   // elements per chunk: 8 codes, one 8-byte store
+constexpr int kVecChunks = 4;  // chunks per thread: 32 values, 16-32 registers
+constexpr int kVecBlocks[] = {128, 256, 512, 1024};
+
+template <typename T, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+    quantize_rows_vec_kernel(uint8_t* q, float* scales, const T* x, int64_t cols, float static_scale) {
+  using cuda_detail::load_pack;
+  using cuda_detail::Pack;
+  using cuda_detail::to_f32;
+  constexpr int kLoads = kVecChunk / Pack<T>::kSize;  // 16-byte loads per chunk
+  const int64_t chunks = cols / kVecChunk;
+  const T* row = x + static_cast<int64_t>(blockIdx.x) * cols;
+  Pack<T> held[kVecChunks][kLoads];
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kVecChunks; ++i) {
+    const int64_t c = threadIdx.x + static_cast<int64_t>(i) * kBlock;
+    if (c >= chunks) continue;
+#pragma unroll
+    for (int l = 0; l < kLoads; ++l) {
+      held[i][l] = load_pack(row + c * kVecChunk + l * Pack<T>::kSize);
+#pragma unroll
+      for (int e = 0; e < Pack<T>::kSize; ++e) amax = fmaxf(amax, fabsf(to_f32(held[i][l].v[e])));
+    }
+  }
+  const float s = block_row_scale<kBlock / 32>(amax, static_scale, scales);
+  uint8_t* q_row = q + static_cast<int64_t>(blockIdx.x) * cols;
+#pragma unroll
+  for (int i = 0; i < kVecChunks; ++i) {
+    const int64_t c = threadIdx.x + static_cast<int64_t>(i) * kBlock;
+    if (c >= chunks) continue;
+    uint32_t word[2] = {0u, 0u};  // codes 0-3 and 4-7, little-endian as in memory
+#pragma unroll
+    for (int e = 0; e < kVecChunk; ++e) {
+      const float v = to_f32(held[i][e / Pack<T>::kSize].v[e % Pack<T>::kSize]);
+      word[e / 4] |= static_cast<uint32_t>(encode(v, s)) << (8 * (e % 4));
+    }
+    *reinterpret_cast<uint2*>(q_row + c * kVecChunk) = make_uint2(word[0], word[1]);
+  }
+}
+
+// The block size the vectorized kernel takes a row of `cols` with, or 0 when the row is too long.
+int vec_block(int64_t cols) {
+  for (int block : kVecBlocks)
+    if (cols <= static_cast<int64_t>(block) * kVecChunks * kVecChunk) return block;
+  return 0;
+}
+
+template <typename T>
+void launch_quantize_vec(uint8_t* q, float* scales, const void* x, int64_t rows, int64_t cols, float static_scale,
+                         cudaStream_t stream) {
+  const auto* xt = static_cast<const T*>(x);
+  const auto grid = static_cast<unsigned>(rows);
+  switch (vec_block(cols)) {
+    case 128: quantize_rows_vec_kernel<T, 128><<<grid, 128, 0, stream>>>(q, scales, xt, cols, static_scale); break;
+    case 256: quantize_rows_vec_kernel<T, 256><<<grid, 256, 0, stream>>>(q, scales, xt, cols, static_scale); break;
+    case 512: quantize_rows_vec_kernel<T, 512><<<grid, 512, 0, stream>>>(q, scales, xt, cols, static_scale); break;
+    default: quantize_rows_vec_kernel<T, 1024><<<grid, 1024, 0, stream>>>(q, scales, xt, cols, static_scale);
+  }
+}
+
+// Whether the vectorized kernel takes these rows: 16-byte aligned x (rows of a multiple of 8
+// elements keep every row aligned), 8-byte aligned codes, a row short enough to be held.
+bool vec_takes(const uint8_t* q, const void* x, int64_t cols) {
+  return cols % kVecChunk == 0 && vec_block(cols) > 0 && cuda_detail::is_aligned16(x) &&
+         reinterpret_cast<uintptr_t>(q) % 8 == 0;
+}
+
 __global__ void epilogue_kernel(void* y, DType out, const float* acc, const float* a_scale, const float* b_scale,
                                 const void* bias, DType bias_dt, int64_t m, int64_t n, bool accumulate) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -109,6 +182,10 @@ void quantize_rows_fp8_cuda(uint8_t* q, float* scales, const void* x, DType dt, 
   if (rows <= kHeldMaxRows && cols <= static_cast<int64_t>(kHeld) * kHeldThreads) {
     quantize_rows_held_kernel<<<static_cast<unsigned>(rows), kHeldThreads, 0, stream>>>(q, scales, x, dt, cols,
                                                                                         static_scale);
+  } else if (vec_takes(q, x, cols)) {
+    if (dt == DType::kBF16) launch_quantize_vec<__nv_bfloat16>(q, scales, x, rows, cols, static_scale, stream);
+    else if (dt == DType::kF16) launch_quantize_vec<__half>(q, scales, x, rows, cols, static_scale, stream);
+    else launch_quantize_vec<float>(q, scales, x, rows, cols, static_scale, stream);
   } else {
     quantize_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(q, scales, x, dt, cols, static_scale);
   }

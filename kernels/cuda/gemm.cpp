@@ -21,6 +21,14 @@
 #include "runtime/core/cuda_check.h"
 
 namespace conveyor {
+
+uint32_t gemm_alignment_of(const void* p) {
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 16;
+  while (align > 1 && addr % align != 0) align /= 2;
+  return align;
+}
+
 namespace {
 
 constexpr int kCandidates = kGemmTimedCandidates;  // heuristic results timed on first use of a shape
@@ -34,15 +42,6 @@ cudaDataType_t cuda_type(DType t) {
     case DType::kF32: return CUDA_R_32F;
     default: CONVEYOR_THROW("GemmRunner: no cuBLASLt type for dtype ", dtype_name(t));
   }
-}
-
-// Largest power of two <= 16 dividing the address: the alignment cuBLASLt may rely on. (Its default
-// assumption is 256 bytes, which views into a larger buffer need not meet.)
-uint32_t alignment_of(const void* p) {
-  const auto addr = reinterpret_cast<uintptr_t>(p);
-  uint32_t align = 16;
-  while (align > 1 && addr % align != 0) align /= 2;
-  return align;
 }
 
 struct ShapeKey {
@@ -352,12 +351,12 @@ void GemmRunner::run(void* y, DType out, const void* x, const void* w, DType ab,
                  "); tensor-core GEMMs need 16-byte rows of x and w: pad the input dimension to a multiple of 8");
   if (m == 0) return;
   CONVEYOR_CHECK(y != nullptr && x != nullptr && w != nullptr, "GemmRunner::run: null device pointer (y, x or w)");
-  CONVEYOR_CHECK(alignment_of(x) == 16 && alignment_of(w) == 16, "GemmRunner::run: x (", x, ") and w (", w,
+  CONVEYOR_CHECK(gemm_alignment_of(x) == 16 && gemm_alignment_of(w) == 16, "GemmRunner::run: x (", x, ") and w (", w,
                  ") must be 16-byte aligned; allocate them with cudaMalloc or offset views by multiples of 16 bytes");
 
   const bool bias_epilogue = bias != nullptr && out == ab;
-  const ShapeKey key{m, n, k, ab, out, bias_epilogue, accumulate, alignment_of(x), alignment_of(w), alignment_of(y),
-                     bias_epilogue ? alignment_of(bias) : 16u};
+  const ShapeKey key{m, n, k, ab, out, bias_epilogue, accumulate, gemm_alignment_of(x), gemm_alignment_of(w),
+                     gemm_alignment_of(y), bias_epilogue ? gemm_alignment_of(bias) : 16u};
   auto it = impl_->plans.find(key);
   if (it == impl_->plans.end()) it = impl_->plans.emplace(key, impl_->make_plan(key, bias)).first;
   Plan& plan = *it->second;

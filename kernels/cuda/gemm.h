@@ -28,6 +28,10 @@ constexpr size_t kGemmLtWorkspaceBytes = size_t{32} << 20;
 // in the input dtype). Sized at start-up from the largest step; allocated once by the caller.
 size_t gemm_workspace_bytes(int64_t max_m, int64_t max_accumulate_n, size_t lt_bytes = kGemmLtWorkspaceBytes);
 
+// Largest power of two <= 16 dividing the address: the alignment cuBLASLt is told it may rely on (its
+// default assumption is 256 bytes, which views into a larger buffer need not meet).
+uint32_t gemm_alignment_of(const void* p);
+
 class GemmRunner {
  public:
   // workspace: device memory of gemm_workspace_bytes(..., lt_bytes) bytes (or more), owned by the

@@ -51,11 +51,28 @@ void fp8_linear_cuda(Ops& ops, Fp8GemmRunner& gemm, const TensorView& out, const
   auto via_gemv = [&](void* y, bool acc) {
     fp8_gemv_cuda(y, out.dtype, q, x_scale.view().f32(), wq, w.scales, bias.data, bias.dtype, m, n, k, acc, stream);
   };
-  auto via_lt = [&](void* y, bool acc) {
+  // cuBLASLt: the scales, bias and residual fused into the GEMM, or the fp32 GEMM and the epilogue.
+  auto fused = [&](void* y, bool acc) {
+    return gemm.run_scaled(y, out.dtype, q, x_scale.view().f32(), wq, w.scales, bias.data, bias.dtype, m, n, k, acc,
+                           stream);
+  };
+  auto unfused = [&](void* y, bool acc) {
     Tensor sums = ops.empty(m, n, DType::kF32);
     gemm.run(sums.view().f32(), q, wq, m, n, k, stream);
     fp8_scale_epilogue_cuda(y, out.dtype, sums.view().f32(), x_scale.view().f32(), w.scales, bias.data, bias.dtype,
                             m, n, acc, stream);
+  };
+  auto via_lt = [&](void* y, bool acc) {
+    std::optional<bool> use_fused = gemm.fused_choice(m, n, k, stream);
+    if (!use_fused) {
+      // The bucket's first eager call times both. They overwrite y, which the call below writes again;
+      // only an accumulating y (holding the residual) needs a scratch copy, so no prefill step's peak
+      // memory grows by a whole [m, n] output.
+      Tensor scratch = acc ? ops.empty(m, n, out.dtype) : Tensor();
+      void* into = acc ? scratch.view().data : y;
+      use_fused = gemm.time_fused(m, n, k, [&] { return fused(into, false); }, [&] { unfused(into, false); }, stream);
+    }
+    if (!*use_fused || !fused(y, acc)) unfused(y, acc);
   };
   std::optional<bool> gemv = gemm.small_m_choice(m, n, k, stream);
   if (!gemv) {  // timing a shape's first eager call writes a scratch output, so y is added to once

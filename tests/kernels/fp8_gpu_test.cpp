@@ -3,11 +3,14 @@
 // inputs and on every tie and saturation case; the cuBLASLt e4m3 GEMM plus the scale epilogue equals
 // matmul_fp8_ref within 2^-12 of sum_k |a b| (Hopper's FP8 accumulator) plus one output rounding for
 // bf16/f16, with bias and accumulating into a prior output; so does the small-m FP8 gemv kernel
-// (m <= 16, tails in n and k), and Fp8GemmRunner's race between the two decides per shape.
+// (m <= 16, tails in n and k), and Fp8GemmRunner's race between the two decides per shape. The fused
+// run_scaled (scales, bias and residual in cuBLASLt's epilogue) is held to the same bound and must run
+// on Hopper; many-row quantization (the vectorized kernel and its fallback) is bit-identical too.
 #include "kernels/cuda/fp8.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -67,9 +70,27 @@ TEST(Fp8Gpu, QuantizeRowsEqualsTwin) {
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 64}, {7, 576}, {33, 4096}, {5, 1000}, {1, 14336},
                               {3, 16384}, {100, 576}, {2, 20000}}) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(rows) + "x" + std::to_string(cols));
-      check_quantize(random_floats(static_cast<size_t>(rows * cols), rows * 131 + cols, -8.f, 8.f), rows, cols, dt, 0.f);
+      const auto x = random_floats(static_cast<size_t>(rows * cols), rows * 131 + cols, -8.f, 8.f);
+      check_quantize(x, rows, cols, dt, 0.f);
       check_quantize(random_floats(static_cast<size_t>(rows * cols), rows * 17 + cols, -8.f, 8.f), rows, cols, dt,
                      0.01f);  // values up to 800: saturation included
+    }
+}
+
+TEST(Fp8Gpu, QuantizeManyRowsEqualsTwin) {
+  // Over 64 rows, widths that are multiples of 8 (up to 32,768: 70B's 28,672 included) take the kernel
+  // holding 16-byte packs in registers; 1,004 columns the two-pass fallback. Row 7 is all zeros: its
+  // scale is fp32 epsilon and its codes zero.
+  const std::pair<int64_t, int64_t> shapes[] = {{65, 4096}, {1000, 4096}, {9000, 4096}, {65, 14336}, {777, 14336},
+                                                {9000, 14336}, {65, 784}, {4097, 784}, {9000, 784}, {65, 28672},
+                                                {300, 28672}, {65, 1004}, {300, 1004}};
+  for (DType dt : {DType::kBF16, DType::kF16, DType::kF32})
+    for (auto [rows, cols] : shapes) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+      std::vector<float> x = random_floats(static_cast<size_t>(rows * cols), rows * 7 + cols, -8.f, 8.f);
+      std::fill(x.begin() + 7 * cols, x.begin() + 8 * cols, 0.f);
+      check_quantize(x, rows, cols, dt, 0.f);
+      if (rows == 65) check_quantize(x, rows, cols, dt, 0.01f);  // the static scale through the same kernel
     }
 }
 
@@ -156,6 +177,115 @@ TEST(Fp8Gpu, GemmWithScalesEqualsTwin) {
     }
 }
 
+// One shape's operands for the fused linear and what the twin says of them, computed once for all of
+// the shape's variants (output dtype, bias, accumulate): the O(m n k) reference work dominates.
+struct FusedShape {
+  GemmCase s;
+  std::vector<uint8_t> xq, wq;
+  std::vector<float> xs, ws;
+  std::vector<float> product;  // [m, n]: matmul_fp8_ref without bias
+  std::vector<float> bound;    // [m, n]: Hopper's FP8 accumulator allowance, 2^-12 sum_k |a b| x scales
+};
+
+FusedShape make_fused_shape(GemmCase s) {
+  FusedShape f{s, {}, {}, {}, {}, {}, {}};
+  const uint64_t seed = static_cast<uint64_t>(s.m * 5 + s.n * 11 + s.k);
+  const auto x = random_floats(static_cast<size_t>(s.m * s.k), seed, -3.f, 3.f);
+  const auto w = random_floats(static_cast<size_t>(s.n * s.k), seed + 1, -0.1f, 0.1f);
+  f.xq.resize(x.size());
+  f.wq.resize(w.size());
+  f.xs.resize(static_cast<size_t>(s.m));
+  f.ws.resize(static_cast<size_t>(s.n));
+  quantize_rows_fp8_ref(f.xq.data(), f.xs.data(), x.data(), s.m, s.k);
+  quantize_rows_fp8_ref(f.wq.data(), f.ws.data(), w.data(), s.n, s.k);
+  f.product.resize(static_cast<size_t>(s.m * s.n));
+  matmul_fp8_ref(f.product.data(), f.xq.data(), f.xs.data(), f.wq.data(), f.ws.data(), nullptr, s.m, s.n, s.k);
+  // sum_k |a b| is the twin's product of the codes with their sign bits cleared (no NaN codes here).
+  auto magnitude = [](std::vector<uint8_t> q) {
+    for (uint8_t& c : q) c &= 0x7f;
+    return q;
+  };
+  f.bound.resize(f.product.size());
+  matmul_fp8_ref(f.bound.data(), magnitude(f.xq).data(), f.xs.data(), magnitude(f.wq).data(), f.ws.data(), nullptr,
+                 s.m, s.n, s.k);
+  for (float& b : f.bound) b /= 4096.f;
+  return f;
+}
+
+bool sm90_or_later() {
+  int device = 0, major = 0;
+  CONVEYOR_CUDA_CHECK(cudaGetDevice(&device));
+  CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major >= 9;
+}
+
+// One variant of a shape through run_scaled, every element against the twin (bound as check_gemm's).
+// b_scale sits 16 bytes into its buffer, as upload_fp8_weight places weight scales after the codes.
+void check_fused(const FusedShape& f, Fp8GemmRunner& gemm, DType out, bool with_bias, bool accumulate) {
+  const GemmCase s = f.s;
+  SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " -> " +
+               dtype_name(out) + (with_bias ? " bias" : "") + (accumulate ? " acc" : "") + " fused");
+  const uint64_t seed = static_cast<uint64_t>(s.m * 3 + s.n) + (with_bias ? 100 : 0) + (accumulate ? 200 : 0);
+  const auto bias = round_all(random_floats(static_cast<size_t>(s.n), seed), out);
+  const auto y0 = round_all(random_floats(static_cast<size_t>(s.m * s.n), seed + 1), out);
+  std::vector<float> want(f.product.size());
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) {
+      const size_t e = static_cast<size_t>(i * s.n + j);
+      want[e] = f.product[e] + (with_bias ? bias[static_cast<size_t>(j)] : 0.f) + (accumulate ? y0[e] : 0.f);
+    }
+  std::vector<float> ws_padded(4, 0.f);
+  ws_padded.insert(ws_padded.end(), f.ws.begin(), f.ws.end());
+  TestBuffer dxq = upload_codes(f.xq), dwq = upload_codes(f.wq), dxs = upload(f.xs, DType::kF32),
+             dws = upload(ws_padded, DType::kF32), dbias = upload(bias, out), dy = upload(y0, out);
+  const bool fused = gemm.run_scaled(dy.get(), out, static_cast<const uint8_t*>(dxq.get()),
+                                     static_cast<const float*>(dxs.get()), static_cast<const uint8_t*>(dwq.get()),
+                                     static_cast<const float*>(dws.get()) + 4, with_bias ? dbias.get() : nullptr, out,
+                                     s.m, s.n, s.k, accumulate, nullptr);
+  if (!fused) {  // a silent fallback on Hopper would hide a defect; older GPUs may lack the kernels
+    if (sm90_or_later()) ADD_FAILURE() << "run_scaled declined on an sm_90+ GPU";
+    return;
+  }
+  const std::vector<float> got = download(dy.get(), want.size(), out);
+  const float rtol = out == DType::kBF16 ? 1.0f / 128 : 1.0f / 1024;
+  size_t bad = 0, first = 0;
+  for (size_t e = 0; e < want.size(); ++e)
+    if (!(std::fabs(got[e] - want[e]) <= f.bound[e] + rtol * std::fabs(want[e]) + 1e-6f) && bad++ == 0) first = e;
+  EXPECT_EQ(bad, 0u) << "first mismatch at " << first << ": got " << got[first] << ", want " << want[first];
+}
+
+TEST(Fp8Gpu, FusedScaledGemmEqualsTwin) {
+  TestBuffer workspace(kGemmLtWorkspaceBytes);
+  Fp8GemmRunner gemm(workspace.get(), workspace.bytes());
+  // Decode, small batches, a prefill chunk and an m no tile divides; an 8B projection and a shape
+  // whose n and k are legal for it (n % 8, k % 16) but no power of two.
+  for (GemmCase s : {GemmCase{1, 4096, 4096}, GemmCase{16, 4096, 4096}, GemmCase{256, 4096, 4096},
+                     GemmCase{1000, 4096, 4096}, GemmCase{1, 1032, 784}, GemmCase{16, 1032, 784},
+                     GemmCase{256, 1032, 784}, GemmCase{1000, 1032, 784}}) {
+    const FusedShape f = make_fused_shape(s);
+    for (DType out : {DType::kBF16, DType::kF16})
+      for (bool with_bias : {false, true})
+        for (bool accumulate : {false, true}) check_fused(f, gemm, out, with_bias, accumulate);
+  }
+}
+
+TEST(Fp8Gpu, FusedScaledGemmDeclinesWhatItCannotFuse) {
+  // Each returns false having written nothing, so fp8_linear_cuda runs run() and the epilogue.
+  TestBuffer workspace(kGemmLtWorkspaceBytes), a(4096), b(4096), s(4096), y(4096);
+  Fp8GemmRunner gemm(workspace.get(), workspace.bytes());
+  const auto* codes = static_cast<const uint8_t*>(a.get());
+  const auto* scale = static_cast<const float*>(s.get());
+  auto fused = [&](DType out, const void* bias, DType bias_dt, int64_t n, int64_t k, const float* a_scale) {
+    return gemm.run_scaled(y.get(), out, codes, a_scale, static_cast<const uint8_t*>(b.get()), scale, bias, bias_dt,
+                           4, n, k, false, nullptr);
+  };
+  EXPECT_FALSE(fused(DType::kF32, nullptr, DType::kF32, 16, 32, scale));      // f32 y: the epilogue's
+  EXPECT_FALSE(fused(DType::kBF16, s.get(), DType::kF32, 16, 32, scale));     // an f32 bias with bf16 y
+  EXPECT_FALSE(fused(DType::kBF16, nullptr, DType::kBF16, 16, 24, scale));    // k % 16 != 0: run() reports
+  EXPECT_FALSE(fused(DType::kBF16, nullptr, DType::kBF16, 12, 32, scale));    // y's rows of 24 bytes
+  EXPECT_FALSE(fused(DType::kBF16, nullptr, DType::kBF16, 16, 32, scale + 1));  // a_scale not 16-byte aligned
+}
+
 TEST(Fp8Gpu, SmallMGemvEqualsTwin) {
   // m on both sides of 8 (one or two token halves of the mma), n with partial row tiles, k with a
   // partial chunk (512 codes per warp chunk) and the decode shapes of an 8B layer.
@@ -185,6 +315,33 @@ TEST(Fp8Gpu, RunnerRacesGemvAgainstCublasLtPerShape) {
   EXPECT_EQ(gemm.small_m_choice(2, 4096, 4096, nullptr), false);
   gemm.set_gemv_policy(GemvPolicy::kAlways);
   EXPECT_EQ(gemm.small_m_choice(2, 4096, 4096, nullptr), true);
+}
+
+TEST(Fp8Gpu, RunnerRacesFusedAgainstEpiloguePerBucket) {
+  TestBuffer workspace(kGemmLtWorkspaceBytes);
+  Fp8GemmRunner gemm(workspace.get(), workspace.bytes());
+  EXPECT_EQ(gemm.fused_choice(100, 4096, 4096, nullptr), std::nullopt);  // not timed yet
+  int fused_calls = 0, unfused_calls = 0;
+  auto fused = [&] {
+    ++fused_calls;
+    return true;
+  };
+  const bool first = gemm.time_fused(100, 4096, 4096, fused, [&] { ++unfused_calls; }, nullptr);
+  EXPECT_GT(fused_calls, 1);  // timed: one untimed call, then the timed ones
+  EXPECT_EQ(fused_calls, unfused_calls);
+  EXPECT_EQ(gemm.fused_choice(128, 4096, 4096, nullptr), first);         // 100's bucket
+  EXPECT_EQ(gemm.fused_choice(129, 4096, 4096, nullptr), std::nullopt);  // the next bucket
+  EXPECT_EQ(gemm.fused_choice(100, 4096, 1024, nullptr), std::nullopt);  // another shape
+  // A fused path that declines loses at once, without further calls.
+  fused_calls = 0;
+  auto declined = [&] {
+    ++fused_calls;
+    return false;
+  };
+  EXPECT_FALSE(gemm.time_fused(200, 4096, 4096, declined, [] {}, nullptr));
+  EXPECT_EQ(fused_calls, 1);
+  EXPECT_EQ(gemm.fused_choice(129, 4096, 4096, nullptr), false);
+  EXPECT_NE(gemm.describe().find("m<=256 n=4096 k=4096 e4m3: fp32+epilogue"), std::string::npos) << gemm.describe();
 }
 
 TEST(Fp8Gpu, GemmRefusesUnalignedShapes) {

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Issue 15's next GPU call (carry .gpu-deps): why the FP8 1,000 prompts run at ~9,000 output tok/s on an H100
-# (TPOT p50 28 ms at 256 sequences, where the KV and weight bytes give ~12 ms), and whether the wide FP8 decode
-# layout (CONVEYOR_FP8_DECODE=wide: 16 codes per lane in one 16-byte copy; written after round 8) helps.
-# (1) the FP8 attention test, both decode layouts against the CPU twin; (2) attention_bench with an FP8 cache:
-# narrow and wide decode (ws prefill), and narrow under the overlap prefill schedule; (3) one decode step of
-# 256 sequences at ~1,550 tokens: FP8 weights + KV (narrow, then wide) and bf16, the wall time (bench latency),
-# then each kernel of the FP8 and bf16 steps (Nsight Compute on runtime.profile_step, ncu_breakdown.py);
+# (Round 9: 256 x 1,024 prompt tokens are 32 prefill steps of 8,192, so step 40 is a decode step; round 9 profiled
+# a prefill step with 1,536-token prompts and step 20.)
+# Issue 15's next GPU call (carry .gpu-deps): where an FP8 decode step at 256 sequences spends its time
+# (round 9's H200 ran the FP8 1,000 prompts at 14,165 output tok/s, TPOT p50 17.7 ms). (1) the FP8 attention
+# test, every decode layout against the CPU twin; (2) attention_bench with an FP8 cache: narrow and wide decode
+# (ws prefill; mma is in every run), and narrow under the overlap prefill schedule; (3) 256 sequences of
+# 1,024 + 48 tokens: FP8 weights + KV (mma, then narrow decode) and bf16, the wall time (bench latency), then
+# each kernel of one FP8 and one bf16 decode step (Nsight Compute on runtime.profile_step, ncu_breakdown.py);
 # (4) the FP8 1,000 prompts at max_num_seqs 448 (eager above the 256-sequence graphs) with the faster layout.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
@@ -37,28 +38,28 @@ f8=(--quantization fp8 --kv-cache-dtype fp8)
 declare -A tpot
 step() {  # <tag> <env...> -- <conveyor args...>: one 256-sequence decode step's wall time
   local tag=$1; shift; local e=(); while [ "$1" != -- ]; do e+=("$1"); shift; done; shift
-  env "${e[@]}" timeout 150 build/conveyor bench latency "${m[@]}" "$@" --input-len 1536 --output-len 32 \
+  env "${e[@]}" timeout 150 build/conveyor bench latency "${m[@]}" "$@" --input-len 1024 --output-len 48 \
     --batch-size 256 --num-iters-warmup 1 --num-iters 3 --output-json $r/step_$tag.json > $r/step_$tag.txt 2>&1
   tpot[$tag]=$(grep -oE 'TPOT p50 [0-9.]+' $r/step_$tag.txt | head -1 | awk '{print $3 * 1000}')
   save "b256 $tag rc=$? TPOT p50 ${tpot[$tag]} ms"
 }
+step fp8_mma CONVEYOR_FP8_DECODE=mma -- "${f8[@]}"
 step fp8_narrow CONVEYOR_FP8_DECODE=narrow -- "${f8[@]}"
-[ $wide_ok = 1 ] && step fp8_wide CONVEYOR_FP8_DECODE=wide -- "${f8[@]}"
 step bf16 X=1 --
-for tag in fp8_narrow bf16; do
+for tag in fp8_mma bf16; do
   [ "$(left)" -lt 120 ] && continue
-  q=(); [ $tag = fp8_narrow ] && q=("${f8[@]}")
-  CONVEYOR_FP8_DECODE=narrow timeout 150 $ncu --profile-from-start off --clock-control none \
+  q=(); [ $tag = fp8_mma ] && q=("${f8[@]}")
+  timeout 150 $ncu --profile-from-start off --clock-control none \
     --metrics gpu__time_duration.sum --csv --log-file $r/ncu_step_$tag.csv build/conveyor bench latency "${m[@]}" \
-    "${q[@]}" --input-len 1536 --output-len 24 --batch-size 256 --num-iters-warmup 0 --num-iters 1 \
-    --set runtime.profile_step=20 > $r/ncu_step_$tag.txt 2>&1
+    "${q[@]}" --input-len 1024 --output-len 48 --batch-size 256 --num-iters-warmup 0 --num-iters 1 \
+    --set runtime.profile_step=40 > $r/ncu_step_$tag.txt 2>&1
   python3 benchmarks/ncu_breakdown.py $r/ncu_step_$tag.csv ${tpot[$tag]:+--step-ms ${tpot[$tag]}} \
     --json $r/breakdown_$tag.json > $r/breakdown_$tag.txt 2>&1
   gzip -f $r/ncu_step_$tag.csv
   save "breakdown $tag: $(head -8 $r/breakdown_$tag.txt | tr -s ' ' | tr '\n' ' ' | cut -c1-400)"
 done
-layout=narrow
-[ $wide_ok = 1 ] && python3 -c "import sys; sys.exit(0 if float('${tpot[fp8_wide]:-1e9}') < float('${tpot[fp8_narrow]:-0}') else 1)" && layout=wide
+layout=mma
+python3 -c "import sys; sys.exit(0 if float('${tpot[fp8_narrow]:-1e9}') < float('${tpot[fp8_mma]:-0}') else 1)" && layout=narrow
 [ "$(left)" -gt 170 ] && CONVEYOR_FP8_DECODE=$layout timeout $(($(left) - 8)) build/conveyor bench throughput "${m[@]}" \
   "${f8[@]}" --input-len 1024 --output-len 1024 --num-prompts 1000 --max-num-seqs 448 \
   --output-json $r/throughput.fp8.seqs448.$layout.json > $r/t1000_fp8_448_$layout.txt 2>&1

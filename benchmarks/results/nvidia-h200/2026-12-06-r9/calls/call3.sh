@@ -1,0 +1,2 @@
+# Round 9, call 3: the same warm H200, 109.2 s wall; $OUT/t is t/ here.
+source benchmarks/results/nvidia-h200/final/env.sh; mkdir -p $OUT/t; timeout 180 build/conveyor bench throughput --load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16 --quantization fp8 --kv-cache-dtype fp8 --input-len 1024 --output-len 1024 --num-prompts 1000 --output-json $OUT/t/throughput.fp8.json > $OUT/t/t1000_fp8.txt 2>&1
