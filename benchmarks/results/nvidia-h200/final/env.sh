@@ -17,3 +17,15 @@ t0=${t0:-$(date +%s)}
 el() { echo "$(($(date +%s) - t0)) s"; }
 left() { echo $((${BUDGET_S:-585} - ($(date +%s) - t0))); }  # seconds left of this call
 mpi=(mpirun --oversubscribe -x NCCL_NVLS_ENABLE=0)
+# A call's start (next/call_*.sh): `call_begin NAME TARGET...` makes /tmp/NAME ($r), defines save (tars /tmp/NAME
+# into $OUT/NAME.tgz and prints the elapsed time and its arguments), records the GPU and builds the targets;
+# it returns 1 (having saved the build log's first errors) when the build fails.
+call_begin() {
+  local name=$1; shift
+  r=/tmp/$name; mkdir -p "$r"
+  eval "save() { tar czf \"\$OUT/$name.tgz\" -C /tmp $name; echo \"[\$(el)] \$*\"; }"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$r/gpu.txt"
+  (cmake -S . -B build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCONVEYOR_WERROR=OFF && ninja -C build -j16 "$@") \
+    > "$r/build.log" 2>&1 || { grep -B2 -A12 -m3 "error" "$r/build.log"; save "build FAILED"; return 1; }
+  save build
+}

@@ -10,13 +10,7 @@
 # (4) the FP8 1,000 prompts at max_num_seqs 448 (eager above the 256-sequence graphs) with the faster layout.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
-r=/tmp/f8s; mkdir -p $r
-save() { tar czf "$OUT/f8s.tgz" -C /tmp f8s; echo "[$(el)] $*"; }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $r/gpu.txt
-(cmake -S . -B build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCONVEYOR_WERROR=OFF && \
-  ninja -C build -j16 conveyor attention_bench kernels_attention_fp8_gpu_test) > $r/build.log 2>&1 ||
-  { tail -20 $r/build.log; save "build FAILED"; exit 1; }
-save build
+call_begin f8s conveyor attention_bench kernels_attention_fp8_gpu_test || exit 1
 CONVEYOR_REQUIRE_GPU=1 timeout 120 build/tests/kernels_attention_fp8_gpu_test > $r/fp8_test.log 2>&1
 rc=$?; wide_ok=$([ $rc = 0 ] && echo 1 || echo 0)
 save "fp8 attention test (narrow and wide) rc=$rc $(grep -E 'PASSED|FAILED' $r/fp8_test.log | head -2 | tr '\n' ' ')"

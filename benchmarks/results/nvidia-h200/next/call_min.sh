@@ -4,13 +4,7 @@
 # and doctor with the fastest schedule that passed. Every step saves $OUT/wg.tgz, so a cut call keeps the rest.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
-r=/tmp/wg; mkdir -p $r
-save() { tar czf "$OUT/wg.tgz" -C /tmp wg; echo "[$(el)] $*"; }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $r/gpu.txt
-(cmake -S . -B build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCONVEYOR_WERROR=OFF && \
-  ninja -C build -j16 kernels_attention_gpu_test kernels_attention_fp8_gpu_test attention_bench) > $r/build.log 2>&1 ||
-  { grep -B2 -A10 -m5 "error" $r/build.log; save "build FAILED"; exit 1; }
-save build
+call_begin wg kernels_attention_gpu_test kernels_attention_fp8_gpu_test attention_bench || exit 1
 tflops() { python3 -c "import json,sys; print(next(x['TFLOP/s'] for x in json.load(open(sys.argv[1])) if x['name']==sys.argv[2]))" "$1" "$2" 2>/dev/null || echo 0; }
 best=overlap; bestv=0
 for pp in ws ws_pingpong overlap sync; do

@@ -5,13 +5,7 @@
 # (mma) and bf16, doctor and the FP8 1,000 prompts while time lasts.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
-r=/tmp/r9c; mkdir -p $r
-save() { tar czf "$OUT/r9c.tgz" -C /tmp r9c; echo "[$(el)] $*"; }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $r/gpu.txt
-(cmake -S . -B build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCONVEYOR_WERROR=OFF && \
-  ninja -C build -j16 conveyor attention_bench kernels_attention_fp8_gpu_test) > $r/build.log 2>&1 ||
-  { grep -B2 -A12 -m3 "error" $r/build.log; save "build FAILED"; exit 1; }
-save build
+call_begin r9c conveyor attention_bench kernels_attention_fp8_gpu_test || exit 1
 CONVEYOR_REQUIRE_GPU=1 timeout 90 build/tests/kernels_attention_fp8_gpu_test > $r/attention_fp8_test.log 2>&1
 ok=$?; save "attention fp8 test rc=$ok $(grep -E '^\[  (PASSED|FAILED) ' $r/attention_fp8_test.log | head -3 | tr '\n' ' ')"
 grep -E "Failure|differ|FP8 decode|FAILED  \]" $r/attention_fp8_test.log | head -12
