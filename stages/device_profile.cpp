@@ -114,11 +114,11 @@ double CoreSharing::at(int k) const {
   return speed.back() * n / k;
 }
 
-double DeviceProfile::gemm_time(double m, double n, double k, double ab, double out, double peak_flops) const {
-  CONVEYOR_CHECK(!gemm_decode.empty(), "DeviceProfile::gemm_time without measured GEMM buckets");
+double DeviceProfile::gemm_time(double m, double n, double k, double ab, double out, double peak_flops, bool fp8) const {
+  const auto& b = fp8 ? gemm_decode_fp8 : gemm_decode;
+  CONVEYOR_CHECK(!b.empty(), "DeviceProfile::gemm_time without measured ", fp8 ? "FP8 " : "", "GEMM buckets");
   const double bytes = (n * k + m * k) * ab + m * n * out;
   const double flops = 2.0 * m * n * k;
-  const auto& b = gemm_decode;
   double t = b.back().time(bytes, n);
   if (m <= static_cast<double>(b.front().m)) {
     t = b.front().time(bytes, n);
@@ -160,8 +160,8 @@ LinearCost linear_cost(const nlohmann::json& j, const std::string& path, const s
   return c;
 }
 
-std::vector<GemmBucket> gemm_buckets(const nlohmann::json& g, const std::string& where) {
-  const std::string path = "device.gemm_decode.buckets";
+std::vector<GemmBucket> gemm_buckets(const nlohmann::json& g, const std::string& where,
+                                     const std::string& path = "device.gemm_decode.buckets") {
   CONVEYOR_CHECK(g.contains("buckets") && g.at("buckets").is_array() && !g.at("buckets").empty(), where, ": ",
                  path, " must be a non-empty array of {m, fixed_us, bandwidth_gbps}");
   std::vector<GemmBucket> out;
@@ -289,6 +289,10 @@ DeviceProfile device_profile_from_json(const nlohmann::json& doctor, const std::
   };
   if (const auto* g = section("gemm_decode")) p.gemm_decode = gemm_buckets(*g, where);
   if (const auto* g = section("gemm_prefill")) p.gemm_prefill_flops = positive(*g, "tflops", "device.gemm_prefill", where) * 1e12;
+  if (const auto* g = section("gemm_decode_fp8")) {
+    p.gemm_decode_fp8 = gemm_buckets(*g, where, "device.gemm_decode_fp8.buckets");
+    p.gemm_prefill_fp8_flops = positive(*g, "prefill_tflops", "device.gemm_decode_fp8", where) * 1e12;
+  }
   if (const auto* a = section("attention_decode")) p.attention_decode = linear_cost(*a, "device.attention_decode", where);
   if (const auto* a = section("attention_decode_fp8"))
     p.attention_decode_fp8 = linear_cost(*a, "device.attention_decode_fp8", where);
@@ -357,6 +361,16 @@ std::vector<std::string> describe_device_model(const DeviceProfile& p, double pe
       out.push_back(line);
     };
     flops("prefill GEMMs", p.gemm_prefill_flops);
+    if (!p.gemm_decode_fp8.empty()) {
+      std::string f = "  FP8 linears (quantize + e4m3 GEMM + scales): measured, per m:";
+      for (const auto& b : p.gemm_decode_fp8) {
+        std::snprintf(line, sizeof(line), " m=%lld %.1f us + %.0f GB/s;", static_cast<long long>(b.m),
+                      b.cost.fixed_s * 1e6, b.cost.bandwidth / 1e9);
+        f += line;
+      }
+      std::snprintf(line, sizeof(line), " prefill %.1f TFLOP/s", p.gemm_prefill_fp8_flops / 1e12);
+      out.push_back(f + line);
+    }
     if (p.attention_decode.measured()) {
       std::snprintf(line, sizeof(line), "  decode attention: measured, %.1f us + KV bytes / %.0f GB/s",
                     p.attention_decode.fixed_s * 1e6, p.attention_decode.bandwidth / 1e9);

@@ -94,6 +94,11 @@ struct DeviceProfile {
   double ceiling_bandwidth = 0;          // device.bandwidth_gbps: the memory ceiling; 0: the preset's
   std::vector<GemmBucket> gemm_decode;   // ascending m; empty: ideal
   double gemm_prefill_flops = 0;         // FLOP/s of GemmRunner at m >= 2048; 0: ideal
+  // An FP8 linear as the runtime runs it (per-token quantize, cuBLASLt e4m3 with its scales fused or fp32 +
+  // epilogue, whichever is faster), bytes counted as gemm_time does with one-byte weights and x; empty / 0:
+  // not measured (the bf16 curves over the FP8 bytes, and the bf16 prefill rate scaled to the FP8 peak).
+  std::vector<GemmBucket> gemm_decode_fp8;
+  double gemm_prefill_fp8_flops = 0;
   LinearCost attention_decode;           // paged decode attention, bytes = KV read
   LinearCost attention_decode_fp8;       // the same over an FP8 (e4m3) cache, bytes = the codes read; not
                                          // measured: attention_decode's line is used for FP8 bytes too
@@ -109,11 +114,14 @@ struct DeviceProfile {
 
   bool any() const {
     return !gemm_decode.empty() || gemm_prefill_flops > 0 || attention_decode.measured() || attention_decode_fp8.measured() ||
-           attention_prefill_flops > 0 || graph_kernel_s > 0 || small_ops.measured() || sampling.measured();
+           attention_prefill_flops > 0 || graph_kernel_s > 0 || small_ops.measured() || sampling.measured() ||
+           !gemm_decode_fp8.empty();
   }
-  // Time of y[m, n] = x[m, k] w[n, k]^T: the bucket curves interpolated linearly in m (above the last
-  // bucket its curve), never faster than flops / `peak_flops`. Requires gemm_decode.
-  double gemm_time(double m, double n, double k, double ab_bytes, double out_bytes, double peak_flops) const;
+  // Time of y[m, n] = x[m, k] w[n, k]^T: the bucket curves (gemm_decode, or gemm_decode_fp8 when `fp8`)
+  // interpolated linearly in m (above the last bucket its curve), never faster than flops / `peak_flops`.
+  // Requires those buckets.
+  double gemm_time(double m, double n, double k, double ab_bytes, double out_bytes, double peak_flops,
+                   bool fp8 = false) const;
 };
 
 // The "device" section of a doctor JSON (absent: an empty profile). `where` names the file in errors;

@@ -21,6 +21,7 @@
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/fp8.h"
 #include "kernels/cuda/gemm.h"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/event_timing.h"
@@ -97,32 +98,50 @@ struct GemmBench {
   }
 };
 
-nlohmann::json gemm_sections(Device& dev, cudaStream_t stream) {
-  GemmBench b(dev, stream);
-  // (n, k) of the Llama-3 8B/70B projections per TP rank: k/v, q/o, qkv, gate/up, down.
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1024, 4096}, {4096, 4096}, {6144, 4096},
-                                                           {28672, 4096}, {4096, 14336}, {1024, 8192},
-                                                           {8192, 8192}, {28672, 8192}, {8192, 28672}};
+// (n, k) of the Llama-3 8B/70B projections per TP rank: k/v, q/o, qkv, gate/up, down; and the prefill shapes.
+const std::vector<std::pair<int64_t, int64_t>> kDecodeShapes = {{1024, 4096}, {4096, 4096}, {6144, 4096},
+                                                               {28672, 4096}, {4096, 14336}, {1024, 8192},
+                                                               {8192, 8192}, {28672, 8192}, {8192, 28672}};
+const std::vector<std::pair<int64_t, int64_t>> kPrefillShapes = {{6144, 4096}, {28672, 4096}, {4096, 14336}, {8192, 8192}};
+
+// Per m in {1, 16, 64, 256}: seconds(m, n, k) over kDecodeShapes and the fit of time = fixed + bytes / bandwidth,
+// bytes = (weights + x) * ab + y * 2, as DeviceProfile::gemm_time counts them.
+template <typename Seconds>
+nlohmann::json decode_buckets(Seconds&& seconds, double ab) {
   nlohmann::json buckets = nlohmann::json::array();
   for (int64_t m : {1, 16, 64, 256}) {
     nlohmann::json points = nlohmann::json::array();
     std::vector<std::pair<double, double>> fit;
-    for (const auto& [n, k] : shapes) {
-      const double t = b.time(m, n, k), bytes = 2.0 * (double(n) * k + double(m) * k + double(m) * n);
+    for (const auto& [n, k] : kDecodeShapes) {
+      const double t = seconds(m, n, k), bytes = ab * (double(n) * k + double(m) * k) + 2.0 * m * n;
       points.push_back({{"n", n}, {"k", k}, {"bytes", bytes}, {"time_us", t * 1e6}, {"gbps", bytes / t / 1e9}});
       fit.emplace_back(bytes, t);
     }
     const LinearCost c = fit_linear_cost(fit);
     buckets.push_back({{"m", m}, {"fixed_us", c.fixed_s * 1e6}, {"bandwidth_gbps", c.bandwidth / 1e9}, {"points", points}});
   }
-  nlohmann::json prefill = nlohmann::json::array();
+  return buckets;
+}
+
+// seconds(m, n, k) at m in {2048, 4096} over kPrefillShapes: the points and all FLOPs / all time.
+template <typename Seconds>
+std::pair<nlohmann::json, double> prefill_rate(Seconds&& seconds) {
+  nlohmann::json points = nlohmann::json::array();
   double flops = 0, secs = 0;
   for (int64_t m : {2048, 4096})
-    for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{6144, 4096}, {28672, 4096}, {4096, 14336}, {8192, 8192}}) {
-      const double t = b.time(m, n, k), f = 2.0 * m * n * k;
-      prefill.push_back({{"m", m}, {"n", n}, {"k", k}, {"time_us", t * 1e6}, {"tflops", f / t / 1e12}});
+    for (const auto& [n, k] : kPrefillShapes) {
+      const double t = seconds(m, n, k), f = 2.0 * m * n * k;
+      points.push_back({{"m", m}, {"n", n}, {"k", k}, {"time_us", t * 1e6}, {"tflops", f / t / 1e12}});
       flops += f, secs += t;
     }
+  return {points, flops / secs};
+}
+
+nlohmann::json gemm_sections(Device& dev, cudaStream_t stream) {
+  GemmBench b(dev, stream);
+  auto seconds = [&](int64_t m, int64_t n, int64_t k) { return b.time(m, n, k); };
+  const nlohmann::json buckets = decode_buckets(seconds, 2.0);
+  const auto [prefill, rate] = prefill_rate(seconds);
   return {{"gemm_decode",
            {{"method", "GemmRunner (cuBLASLt, autotuned), bf16, y = x w^T for m in {1, 16, 64, 256} x 9 (n, k) of "
                        "Llama-3 8B/70B; weights rotate over 1 GiB (no L2 hits); median of 15 samples of 10 calls; per m "
@@ -130,7 +149,76 @@ nlohmann::json gemm_sections(Device& dev, cudaStream_t stream) {
             {"buckets", buckets}}},
           {"gemm_prefill",
            {{"method", "GemmRunner, bf16, m in {2048, 4096} x 4 (n, k); tflops = all FLOPs / all time"},
-            {"tflops", flops / secs / 1e12}, {"points", prefill}}}};
+            {"tflops", rate / 1e12}, {"points", prefill}}}};
+}
+
+// An FP8 linear as stages/cuda/cuda_fp8_linear.cpp runs it at m rows of bf16 x: the per-token quantizer, then
+// cuBLASLt e4m3 with the scales fused (where cuBLASLt can) or the fp32 GEMM and the epilogue kernel, the
+// faster of the two (the runner's race keeps the faster too). Weights: random codes rotating over 1 GiB.
+struct Fp8Bench {
+  cudaStream_t stream;
+  DeviceBuffer workspace;  // before gemm: outlives it
+  Fp8GemmRunner gemm;
+  DeviceBuffer pool, w_scale, x, codes, x_scale, acc, y;
+  Fp8Bench(Device& d, cudaStream_t s)
+      : stream(s),
+        workspace(&d, gemm_workspace_bytes(0, 0)),
+        gemm(workspace.data(), workspace.bytes()),
+        pool(&d, kPoolBytes),
+        w_scale(&d, 32768 * sizeof(float)),
+        x(&d, size_t(128) << 20),       // bf16 [4096, 14336] at most
+        codes(&d, size_t(64) << 20),
+        x_scale(&d, 4096 * sizeof(float)),
+        acc(&d, size_t(480) << 20),     // fp32 [4096, 28672]
+        y(&d, size_t(256) << 20) {
+    fill_codes(d, pool.data(), kPoolBytes, 19);
+    fill_random(d, x.data(), x.bytes(), 7);
+    const std::vector<float> scales(32768, 1.f / 448);
+    d.copy_from_host(w_scale.data(), scales.data(), scales.size() * sizeof(float));
+  }
+  double time(int64_t m, int64_t n, int64_t k) {
+    const size_t w_bytes = (size_t(n) * k + 255) / 256 * 256;
+    const size_t copies = std::max<size_t>(1, kPoolBytes / w_bytes);
+    auto w = [&](int i) { return static_cast<const uint8_t*>(pool.data()) + (size_t(i) % copies) * w_bytes; };
+    auto* q = static_cast<uint8_t*>(codes.data());
+    auto* xs = static_cast<float*>(x_scale.data());
+    auto* sums = static_cast<float*>(acc.data());
+    const auto* ws = static_cast<const float*>(w_scale.data());
+    auto fused = [&](int i) {
+      return gemm.run_scaled(y.data(), DType::kBF16, q, xs, w(i), ws, nullptr, DType::kBF16, m, n, k, false, stream);
+    };
+    const double quantize = median_s(
+        [&](int) { quantize_rows_fp8_cuda(q, xs, x.data(), DType::kBF16, m, k, 0.f, stream); }, stream);
+    const double unfused = median_s(
+        [&](int i) {
+          gemm.run(sums, q, w(i), m, n, k, stream);
+          fp8_scale_epilogue_cuda(y.data(), DType::kBF16, sums, xs, ws, nullptr, DType::kBF16, m, n, false, stream);
+        },
+        stream);
+    const double scaled = fused(0) ? median_s([&](int i) { fused(i); }, stream) : unfused;
+    return quantize + std::min(scaled, unfused);
+  }
+};
+
+// FP8 (e4m3) needs sm_89 or newer.
+bool fp8_gemm_capable(int device) {
+  cudaDeviceProp prop{};
+  CONVEYOR_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return prop.major * 10 + prop.minor >= 89;
+}
+
+nlohmann::json gemm_fp8_section(Device& dev, cudaStream_t stream) {
+  Fp8Bench b(dev, stream);
+  auto seconds = [&](int64_t m, int64_t n, int64_t k) { return b.time(m, n, k); };
+  nlohmann::json buckets = decode_buckets(seconds, 1.0);
+  const auto [prefill, rate] = prefill_rate(seconds);
+  return {{"method", "an FP8 linear as --quantization fp8 runs it: quantize_rows_fp8_cuda (per token) + Fp8GemmRunner, "
+                     "the faster of the fused scales (run_scaled) and fp32 + fp8_scale_epilogue_cuda; bf16 x and y, "
+                     "e4m3 weights rotating over 1 GiB; the gemm_decode shapes and fit with bytes = weights + x at one "
+                     "byte + y; prefill_tflops over the gemm_prefill shapes"},
+          {"buckets", buckets},
+          {"prefill_tflops", rate / 1e12},
+          {"prefill_points", prefill}};
 }
 
 // Seconds of paged_attention_cuda for `batch` sequences with `history` cached and `fresh` new tokens, over
@@ -260,6 +348,7 @@ nlohmann::json measure_device(Device& device) {
   nlohmann::json j = {{"name", info.name}, {"index", info.index}, {"dtype", "bf16"},
                       {"memory_gib", static_cast<double>(info.total_memory) / (1ull << 30)}};
   j.update(gemm_sections(device, stream));
+  if (fp8_gemm_capable(info.index)) j["gemm_decode_fp8"] = gemm_fp8_section(device, stream);
   j.update(attention_sections(device, stream));
   j["graph_kernel"] = graph_kernel_section(device, stream);
   CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -283,6 +372,16 @@ std::string format_device(const nlohmann::json& d) {
   }
   std::snprintf(line, sizeof(line), "  GEMM prefill       %6.1f TFLOP/s\n", d.at("gemm_prefill").at("tflops").get<double>());
   os << line;
+  if (d.contains("gemm_decode_fp8")) {
+    const auto& f = d.at("gemm_decode_fp8");
+    for (const auto& b : f.at("buckets")) {
+      std::snprintf(line, sizeof(line), "  FP8 linear m=%-4lld %6.1f us + bytes / %6.0f GB/s\n",
+                    b.at("m").get<long long>(), b.at("fixed_us").get<double>(), b.at("bandwidth_gbps").get<double>());
+      os << line;
+    }
+    std::snprintf(line, sizeof(line), "  FP8 linear prefill %6.1f TFLOP/s\n", f.at("prefill_tflops").get<double>());
+    os << line;
+  }
   for (const char* key : {"attention_decode", "attention_decode_fp8"}) {
     if (!d.contains(key)) continue;
     const auto& a = d.at(key);

@@ -71,9 +71,14 @@ struct DecodeParts {
   double total() const { return gemm + attention + small; }
 };
 
+// ab: the weights' (and, for FP8, the quantized x's) bytes per element; one byte takes doctor's FP8 linears
+// where measured.
 double gemm_s(const DeviceCeilings& dev, double m, double n, double k, double ab, double out) {
-  const double peak = dev.measured.gemm_prefill_flops > 0 ? dev.measured.gemm_prefill_flops : dev.flops;
-  if (!dev.measured.gemm_decode.empty()) return dev.measured.gemm_time(m, n, k, ab, out, peak);
+  const DeviceProfile& p = dev.measured;
+  if (ab == 1 && !p.gemm_decode_fp8.empty())
+    return p.gemm_time(m, n, k, ab, out, p.gemm_prefill_fp8_flops > 0 ? p.gemm_prefill_fp8_flops : dev.flops, true);
+  const double peak = p.gemm_prefill_flops > 0 ? p.gemm_prefill_flops : dev.flops;
+  if (!p.gemm_decode.empty()) return p.gemm_time(m, n, k, ab, out, peak);
   return std::max(2.0 * m * n * k / peak, ((n * k + m * k) * ab + m * n * out) / dev.bandwidth);
 }
 

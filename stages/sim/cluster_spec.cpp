@@ -150,7 +150,10 @@ DeviceCeilings ClusterSpec::ceilings() const {
   if (precision == Precision::kFp8) {
     const double gain = fp8_flops / gpu.flops;
     d.flops = fp8_flops;
-    if (d.measured.gemm_prefill_flops > 0) d.measured.gemm_prefill_flops *= gain;
+    // Prefill GEMMs: doctor's FP8 linears where measured (quantize and scales included), else the bf16 rate
+    // scaled to the FP8 peak.
+    if (d.measured.gemm_prefill_fp8_flops > 0) d.measured.gemm_prefill_flops = d.measured.gemm_prefill_fp8_flops;
+    else if (d.measured.gemm_prefill_flops > 0) d.measured.gemm_prefill_flops *= gain;
   }
   return d;
 }

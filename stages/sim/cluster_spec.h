@@ -39,7 +39,8 @@ struct ClusterSpec {
   bool cpu() const { return gpu_name == "cpu"; }  // the CPU backend: ranks on host cores
   int dtype_bytes() const { return precision == Precision::kFp8 ? 1 : precision == Precision::kFp32 ? 4 : 2; }
   // The ceilings a GPU runs at in this precision: FP8 halves weight and KV bytes (Workload's dtype
-  // bytes) and raises the compute ceiling to fp8_flops, measured prefill GEMM speed scaled alike.
+  // bytes) and raises the compute ceiling to fp8_flops; the prefill GEMM rate is doctor's FP8 linears'
+  // (device.gemm_decode_fp8.prefill_tflops) where measured, else the bf16 one scaled alike.
   DeviceCeilings ceilings() const;
   // TP links inside a node (LinkCosts of the partitioner).
   LinkCosts tensor_links() const;

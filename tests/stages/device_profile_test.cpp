@@ -29,6 +29,35 @@ std::string error_of(const nlohmann::json& j) {
   return "no error";
 }
 
+// doctor's FP8 linears (device.gemm_decode_fp8: buckets like gemm_decode's and the prefill rate) are read,
+// described, and their errors name the FP8 section.
+TEST(DeviceProfile, ReadsTheFp8Linears) {
+  nlohmann::json j = load("doctor_measured.json");
+  nlohmann::json fp8 = j.at("device").at("gemm_decode");
+  for (auto& b : fp8.at("buckets")) b["bandwidth_gbps"] = b.at("bandwidth_gbps").get<double>() / 2;
+  fp8["prefill_tflops"] = 1100;
+  j["device"]["gemm_decode_fp8"] = fp8;
+  const DeviceProfile p = device_profile_from_json(j, "d.json");
+  ASSERT_EQ(p.gemm_decode_fp8.size(), p.gemm_decode.size());
+  for (size_t i = 0; i < p.gemm_decode.size(); ++i) {
+    EXPECT_EQ(p.gemm_decode_fp8[i].m, p.gemm_decode[i].m);
+    EXPECT_DOUBLE_EQ(p.gemm_decode_fp8[i].cost.bandwidth, p.gemm_decode[i].cost.bandwidth / 2);
+  }
+  EXPECT_DOUBLE_EQ(p.gemm_prefill_fp8_flops, 1100e12);
+  // At m = 16 (a bucket), 9 us + bytes / (4000 / 2 GB/s): the FP8 curve, not the bf16 one.
+  const double bytes = (4096.0 * 4096 + 16 * 4096) * 1 + 16 * 4096 * 2;
+  EXPECT_NEAR(p.gemm_time(16, 4096, 4096, 1, 2, 1e18, true), 5e-6 + bytes / 2000e9, 1e-12);
+  bool line = false;
+  for (const std::string& l : describe_device_model(p, 810e12, 4.28e12))
+    line = line || l.rfind("  FP8 linears (quantize + e4m3 GEMM + scales): measured, per m: m=1 5.0 us + 2000 GB/s;", 0) == 0;
+  EXPECT_TRUE(line);
+  j["device"]["gemm_decode_fp8"].erase("prefill_tflops");
+  EXPECT_NE(error_of(j).find("device.gemm_decode_fp8.prefill_tflops is missing"), std::string::npos) << error_of(j);
+  j["device"]["gemm_decode_fp8"]["prefill_tflops"] = 1100;
+  j["device"]["gemm_decode_fp8"]["buckets"][1]["bandwidth_gbps"] = -1;
+  EXPECT_NE(error_of(j).find("device.gemm_decode_fp8.buckets[1].bandwidth_gbps"), std::string::npos) << error_of(j);
+}
+
 TEST(DeviceProfile, FitRecoversALine) {
   const std::vector<float> r = testing::random_floats(8, 11, 1e6f, 5e8f);
   std::vector<std::pair<double, double>> pts;

@@ -317,6 +317,30 @@ TEST(LayoutPrediction, Fp8CacheTakesTheFp8AttentionLine) {
   EXPECT_DOUBLE_EQ(layer_time(s, w, with, tokens), layer_time(s, w, without, tokens));
 }
 
+// FP8 weights take doctor's FP8 linear curves (device.gemm_decode_fp8) where it measured them, for the four
+// projections of a layer; bf16 weights never do.
+TEST(LayoutPrediction, Fp8WeightsTakeTheFp8LinearCurves) {
+  const ModelSpec s = llama3_8b();
+  const DeviceCeilings without = measured_fixture(0);
+  DeviceCeilings with = without;
+  for (int64_t m : {1, 16, 64, 256}) with.measured.gemm_decode_fp8.push_back(GemmBucket{m, LinearCost{9e-6, 1500e9}});
+  with.measured.gemm_prefill_fp8_flops = 1200e12;
+  Workload w;
+  w.context = 1024;
+  w.weight_dtype_bytes = 1;
+  const double tokens = 64;
+  double fp8 = 0, bf16_curve = 0;
+  const DeviceProfile& p = with.measured;
+  for (const auto& [n, k] : std::vector<std::pair<double, double>>{{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}}) {
+    fp8 += p.gemm_time(tokens, n, k, 1, 2, 1200e12, true);
+    bf16_curve += p.gemm_time(tokens, n, k, 1, 2, p.gemm_prefill_flops);
+  }
+  EXPECT_GT(fp8 - bf16_curve, 1e-6);  // the fixture's bf16 curves are faster than 1,500 GB/s + 9 us
+  EXPECT_NEAR(layer_time(s, w, with, tokens) - layer_time(s, w, without, tokens), fp8 - bf16_curve, 1e-12);
+  w.weight_dtype_bytes = 2;
+  EXPECT_DOUBLE_EQ(layer_time(s, w, with, tokens), layer_time(s, w, without, tokens));
+}
+
 TEST(LayoutPrediction, MeasuredDecodePadsToTheGraphBucket) {
   const ModelSpec s = llama3_8b();
   CompareWorkload cw;

@@ -40,6 +40,20 @@ TEST(ClusterSpec, PresetsAndOverrides) {
   EXPECT_EQ(h.dtype_bytes(), 1);
 }
 
+// In FP8 the prefill GEMM rate is doctor's FP8 linears' where measured, else the bf16 rate scaled to the
+// FP8 peak.
+TEST(ClusterSpec, Fp8PrefillRateFromDoctorWhereMeasured) {
+  ClusterSpec c = load_cluster_spec(configs("clusters/h200-8x8-ib.yaml"));
+  c.precision = Precision::kFp8;
+  const double bf16 = c.gpu.measured.gemm_prefill_flops;
+  ASSERT_GT(bf16, 0);
+  EXPECT_DOUBLE_EQ(c.ceilings().measured.gemm_prefill_flops, bf16 * c.fp8_flops / c.gpu.flops);
+  c.gpu.measured.gemm_prefill_fp8_flops = 1100e12;
+  EXPECT_DOUBLE_EQ(c.ceilings().measured.gemm_prefill_flops, 1100e12);
+  c.precision = Precision::kBf16;
+  EXPECT_DOUBLE_EQ(c.ceilings().measured.gemm_prefill_flops, bf16);
+}
+
 TEST(ClusterSpec, ErrorsNameTheKey) {
   auto message = [](const std::string& text) {
     try {
