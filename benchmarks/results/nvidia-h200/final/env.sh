@@ -29,3 +29,13 @@ call_begin() {
     > "$r/build.log" 2>&1 || { grep -B2 -A12 -m3 "error" "$r/build.log"; save "build FAILED"; return 1; }
   save build
 }
+# `plan_here TAG PRECISION WORKLOAD`: conveyor plan --cluster for one GPU of this machine's kind with $r/doctor.json,
+# Llama-3-8B, into $r/plan_TAG.{txt,json}; prints the top layout's line.
+plan_here() {
+  local gpu; gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && echo h200 || echo h100)
+  printf 'name: 1 x %s (this call)\nnodes: 1\ngpus_per_node: 1\ngpu: {preset: %s, doctor_json: %s}\nintra_node: nvlink-%s\nnetwork: ib-ndr-400\nprecision: %s\n' \
+    "$gpu" "$gpu" "$r/doctor.json" "$gpu" "$2" > "$r/cluster_$1.yaml"
+  build/conveyor plan --cluster "$r/cluster_$1.yaml" --set model.config=configs/models/llama-3-8b.yaml \
+    --workload "$3" --output-json "$r/plan_$1.json" > "$r/plan_$1.txt" 2>&1
+  sed -n 6p "$r/plan_$1.txt" | tr -s ' '
+}
