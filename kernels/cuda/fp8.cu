@@ -10,6 +10,7 @@
 #include <cfloat>
 
 #include "kernels/cuda/dense_vec.cuh"
+#include "kernels/cuda/pdl.cuh"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/error.h"
 
@@ -72,6 +73,7 @@ constexpr int64_t kHeldMaxRows = 64;
 
 __global__ void __launch_bounds__(kHeldThreads)
     quantize_rows_held_kernel(uint8_t* q, float* scales, const void* x, DType dt, int64_t cols, float static_scale) {
+  cuda_detail::pdl_launch_dependents();  // a GEMV launched after this may start now (pdl.cuh)
   const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
   float v[kHeld];
   float amax = 0.0f;

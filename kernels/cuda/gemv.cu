@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/dense_vec.cuh"
+#include "kernels/cuda/pdl.cuh"
 #include "runtime/core/cuda_check.h"
 
 namespace conveyor {
@@ -163,6 +164,10 @@ struct WarpTile {
     const int full = packs / kChunkPacks;
     Loads a, b;
     int c = warp;
+    // x (and y, the epilogue's) come from the kernel before (pdl.cuh). A prefetch of the first weights into
+    // L2 ahead of this wait cost 4-16 bytes of spills a thread at 128 registers, so the overlap is the launch
+    // and the setup above.
+    cuda_detail::pdl_wait();
     if (c < full) {
       load<false>(a, c, packs);
       while (true) {
@@ -248,8 +253,9 @@ void launch(const Epilogue& e, const void* x, const void* w, int m, int n, int p
   const int64_t chunks = (packs + kChunkPacks - 1) / kChunkPacks;
   int64_t warps = blocks < 2 * static_cast<int64_t>(sm_count) ? kMaxWarps : kMaxWarps / 2;
   warps = warps < chunks ? warps : (chunks < 1 ? 1 : chunks);
-  gemv_kernel<T, kHighTokens, kTiles><<<static_cast<unsigned>(blocks), static_cast<unsigned>(warps * 32), 0, stream>>>(
-      e, static_cast<const S*>(x), static_cast<const S*>(w), m, n, packs);
+  cuda_detail::launch_maybe_pdl(gemv_kernel<T, kHighTokens, kTiles>, dim3(static_cast<unsigned>(blocks)),
+                                dim3(static_cast<unsigned>(warps * 32)), stream, e, static_cast<const S*>(x),
+                                static_cast<const S*>(w), m, n, packs);
 }
 
 template <typename T>

@@ -4,6 +4,7 @@
 #include "kernels/cuda/rms_norm.h"
 
 #include "kernels/cuda/dense_vec.cuh"
+#include "kernels/cuda/pdl.cuh"
 #include "runtime/core/cuda_check.h"
 
 namespace conveyor {
@@ -25,6 +26,7 @@ constexpr int kMaxPacksPerThread = 8;
 template <typename T, int kPacks>
 __global__ void __launch_bounds__(kMaxThreads)
     rms_norm_pack_kernel(T* out, const T* x, const T* w, int64_t cols, float eps) {
+  cuda_detail::pdl_launch_dependents();  // a GEMV launched after this may start now (pdl.cuh)
   __shared__ float scratch[32];
   constexpr int kN = Pack<T>::kSize;
   const int packs = static_cast<int>(cols / kN);
@@ -64,6 +66,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 template <typename T>
 __global__ void __launch_bounds__(kMaxThreads)
     rms_norm_scalar_kernel(T* out, const T* x, const T* w, int64_t cols, float eps) {
+  cuda_detail::pdl_launch_dependents();  // a GEMV launched after this may start now (pdl.cuh)
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
   float sum_sq = 0.f;

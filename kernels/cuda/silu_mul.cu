@@ -4,6 +4,7 @@
 #include "kernels/cuda/silu_mul.h"
 
 #include "kernels/cuda/dense_vec.cuh"
+#include "kernels/cuda/pdl.cuh"
 #include "runtime/core/cuda_check.h"
 
 namespace conveyor {
@@ -30,6 +31,7 @@ template <typename T, bool kPacked>
 __global__ void __launch_bounds__(kThreads)
     silu_mul_kernel(T* __restrict__ out, const T* __restrict__ gate_up, int64_t inter, int64_t width,
                     int64_t col_blocks) {
+  cuda_detail::pdl_launch_dependents();  // a GEMV launched after this may start now (pdl.cuh)
   const int64_t row = blockIdx.x / col_blocks;
   const int64_t item = (blockIdx.x % col_blocks) * kThreads + threadIdx.x;
   if (item >= width) return;

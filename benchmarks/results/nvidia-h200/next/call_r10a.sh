@@ -6,10 +6,25 @@
 # (5) one FP8 decode step at 256 sequences kernel by kernel (Nsight Compute) while time lasts.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
-call_begin r10a conveyor kernels_fp8_gpu_test stages_cuda_fp8_gpu_test || exit 1
+call_begin r10a conveyor kernels_fp8_gpu_test stages_cuda_fp8_gpu_test kernels_gemv_gpu_test stages_cuda_graph_gpu_test \
+  stages_cuda_golden_gpu_test || exit 1
 for t in kernels_fp8_gpu_test stages_cuda_fp8_gpu_test; do
   CONVEYOR_REQUIRE_GPU=1 timeout 120 build/tests/$t > $r/$t.log 2>&1
   save "$t rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $r/$t.log | head -2 | tr '\n' ' ')"
+done
+# Programmatic dependent launch of the decode GEMV (kernels/cuda/pdl.cuh, opt-in, written in round 9): the GEMV
+# and graph tests with it, then batch 1 bf16 without and with it (issue 16 asks >= 229 tok/s).
+pdl_ok=1
+for t in kernels_gemv_gpu_test kernels_fp8_gpu_test stages_cuda_graph_gpu_test stages_cuda_golden_gpu_test; do
+  CONVEYOR_PDL=1 CONVEYOR_REQUIRE_GPU=1 timeout 150 build/tests/$t > $r/${t}_pdl.log 2>&1 || pdl_ok=0
+  save "$t with PDL rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $r/${t}_pdl.log | head -2 | tr '\n' ' ')"
+done
+mb=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16)
+for p in 0 1; do
+  [ $p = 1 ] && [ $pdl_ok = 0 ] && continue
+  CONVEYOR_PDL=$p timeout 100 build/conveyor bench latency "${mb[@]}" --input-len 128 --output-len 128 --batch-size 1 \
+    --num-iters-warmup 3 --num-iters 10 --output-json $r/latency_b1.bf16.pdl$p.json > $r/b1_bf16_pdl$p.txt 2>&1
+  save "b1 bf16 PDL=$p rc=$? $(grep -iE 'Avg latency' $r/b1_bf16_pdl$p.txt | head -1)"
 done
 timeout 150 build/conveyor doctor --output-json $r/doctor.json > $r/doctor.log 2>&1
 save "doctor rc=$? $(grep -E 'FP8 linear|decode attention|prefill' $r/doctor.log | tr -s ' ' | tr '\n' ' ' | cut -c1-600)"

@@ -1,0 +1,66 @@
+// Programmatic dependent launch (Hopper, sm_90): a kernel launched with the programmatic-serialization
+// attribute may start while the kernel before it on the stream still runs, and waits for that kernel's
+// completion and memory (griddepcontrol.wait) only where it first reads what that kernel wrote. The
+// decode GEMV (gemv.cu) waits there before its main loop, so its launch and setup overlap the norm, SiLU
+// or quantize kernel before it; those call pdl_launch_dependents() as they start, so the GEMV's CTAs can
+// be placed at once. Both are no-ops without the attribute, on older GPUs and in the host pass. Opt-in while
+// it is unmeasured: CONVEYOR_PDL=1 (read once per process) on a device of compute capability 9.0 or newer.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "runtime/core/cuda_check.h"
+
+namespace conveyor::cuda_detail {
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+// Whether launches that support it take the programmatic-serialization attribute: CONVEYOR_PDL=1 and the
+// current device (at the first call) of compute capability >= 9.0.
+inline bool pdl_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("CONVEYOR_PDL");
+    if (v == nullptr || std::strcmp(v, "1") != 0) return false;
+    int device = 0, major = 0;
+    CONVEYOR_CUDA_CHECK(cudaGetDevice(&device));
+    CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    return major >= 9;
+  }();
+  return on;
+}
+
+// kernel<<<grid, block, 0, stream>>>(args...), with the programmatic-serialization attribute when
+// pdl_enabled(); the kernel must call pdl_wait() before it reads anything the kernel before it wrote.
+template <typename... Params, typename... Args>
+void launch_maybe_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+  if (!pdl_enabled()) {
+    kernel<<<grid, block, 0, stream>>>(std::forward<Args>(args)...);
+    return;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  CONVEYOR_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+}  // namespace conveyor::cuda_detail
