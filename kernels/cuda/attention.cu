@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/attention_device.cuh"
+#include "kernels/cuda/pdl.cuh"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/error.h"
 
@@ -246,6 +247,8 @@ __device__ __forceinline__ void decode_merge(const DecodeState<G, E>& st, const 
 // cache element, T for a 16-bit cache, Fp8Kv for an FP8 one.
 template <typename T, typename KV, int D, int G, int E>
 __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedAttentionArgs a) {
+  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
+  cuda_detail::pdl_wait();               // ... and this one reads the one before
   constexpr int kLanesPerRow = D / E;
   constexpr int kGroups = kWarps * (32 / kLanesPerRow);
   const int t = blockIdx.x, hc = blockIdx.y;
@@ -325,6 +328,8 @@ __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedA
 // Merges the splits of one (token, head): weights exp2(m_s - M) * l_s, normalized.
 template <typename T>
 __global__ void decode_reduce_kernel(PagedAttentionArgs a) {
+  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
+  cuda_detail::pdl_wait();               // ... and this one reads the one before
   const int t = blockIdx.x, h = blockIdx.y;
   const int splits = cuda_detail::decode_live_splits(a);
   if (splits == 1) return;  // the decode kernel wrote the output itself
@@ -378,7 +383,7 @@ Fp8DecodeLayout fp8_decode_layout() {
 template <typename T, typename KV, int D, int G, int E>
 void launch_decode_g(const PagedAttentionArgs& a, cudaStream_t s) {
   const dim3 grid(a.num_tokens, a.n_kv_heads * a.chunks, a.splits);
-  decode_kernel<T, KV, D, G, E><<<grid, kThreads, kDecodeSmemBytes, s>>>(a);
+  cuda_detail::launch_maybe_pdl(decode_kernel<T, KV, D, G, E>, grid, dim3(kThreads), kDecodeSmemBytes, s, a);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -416,7 +421,8 @@ void launch_decode_all(const PagedAttentionArgs& a, Fp8DecodeLayout layout, int 
   else if (layout == Fp8DecodeLayout::kWide) launch_decode<T, Fp8Kv, 16>(a, tile, s);
   else launch_decode<T, Fp8Kv>(a, tile, s);
   if (a.splits > 1) {
-    decode_reduce_kernel<T><<<dim3(a.num_tokens, a.n_heads), std::min(a.head_dim, 128), 0, s>>>(a);
+    cuda_detail::launch_maybe_pdl(decode_reduce_kernel<T>, dim3(a.num_tokens, a.n_heads),
+                                  dim3(std::min(a.head_dim, 128)), 0, s, a);
     CONVEYOR_CUDA_CHECK(cudaGetLastError());
   }
 }

@@ -17,6 +17,7 @@
 #include <cuda_fp8.h>
 
 #include "kernels/cuda/attention_device.cuh"
+#include "kernels/cuda/pdl.cuh"
 #include "runtime/core/cuda_check.h"
 
 namespace conveyor::cuda_detail {
@@ -251,6 +252,8 @@ __device__ __forceinline__ Span span(const PagedAttentionArgs& a, int tok, int s
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, D == 128 ? 3 : 4) decode_mma_kernel(PagedAttentionArgs a) {
+  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
+  cuda_detail::pdl_wait();               // ... and this one reads the one before
   using S = Slots<D>;
   const int tok = blockIdx.x, kvh = blockIdx.y / a.chunks;
   const int h0 = kvh * a.group + (blockIdx.y % a.chunks) * kHeads;
@@ -316,7 +319,7 @@ void launch(const PagedAttentionArgs& a, cudaStream_t s) {
   const dim3 grid(a.num_tokens, a.n_kv_heads * a.chunks, a.splits);
   constexpr size_t smem = Slots<D>::kSmem;
   static_assert(smem <= 48 * 1024, "more dynamic shared memory needs cudaFuncSetAttribute");
-  decode_mma_kernel<T, D><<<grid, kThreads, smem, s>>>(a);
+  launch_maybe_pdl(decode_mma_kernel<T, D>, grid, dim3(kThreads), smem, s, a);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -193,6 +193,7 @@ template <typename T, bool kHighTokens, int kTiles>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     gemv_kernel(Epilogue ep, const typename Elem<T>::Storage* x, const typename Elem<T>::Storage* w, int m, int n,
                 int packs) {
+  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now
   using Tile = WarpTile<T, kHighTokens, kTiles>;
   constexpr int kCols = kTileRows * kTiles;  // rows of w (columns of y) per block
   __shared__ float4 partial[kMaxWarps][kTiles][32];
@@ -254,7 +255,7 @@ void launch(const Epilogue& e, const void* x, const void* w, int m, int n, int p
   int64_t warps = blocks < 2 * static_cast<int64_t>(sm_count) ? kMaxWarps : kMaxWarps / 2;
   warps = warps < chunks ? warps : (chunks < 1 ? 1 : chunks);
   cuda_detail::launch_maybe_pdl(gemv_kernel<T, kHighTokens, kTiles>, dim3(static_cast<unsigned>(blocks)),
-                                dim3(static_cast<unsigned>(warps * 32)), stream, e, static_cast<const S*>(x),
+                                dim3(static_cast<unsigned>(warps * 32)), 0, stream, e, static_cast<const S*>(x),
                                 static_cast<const S*>(w), m, n, packs);
 }
 

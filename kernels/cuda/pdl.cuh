@@ -1,10 +1,12 @@
 // Programmatic dependent launch (Hopper, sm_90): a kernel launched with the programmatic-serialization
 // attribute may start while the kernel before it on the stream still runs, and waits for that kernel's
 // completion and memory (griddepcontrol.wait) only where it first reads what that kernel wrote. The
-// decode GEMV (gemv.cu) waits there before its main loop, so its launch and setup overlap the norm, SiLU
-// or quantize kernel before it; those call pdl_launch_dependents() as they start, so the GEMV's CTAs can
-// be placed at once. Both are no-ops without the attribute, on older GPUs and in the host pass. Opt-in while
-// it is unmeasured: CONVEYOR_PDL=1 (read once per process) on a device of compute capability 9.0 or newer.
+// kernels of a decode layer (the GEMV, rms_norm, rope + KV write, decode attention and its split merge,
+// SiLU-mul) are launched so and wait first (the GEMV after its setup), and each signals its dependents as
+// it starts (pdl_launch_dependents(): the next kernel's CTAs are placed while this one runs), so the gap
+// between two kernels of a CUDA graph (0.9 us measured by doctor) overlaps the kernel before. Both are
+// no-ops without the attribute, on older GPUs and in the host pass. Opt-in while it is unmeasured:
+// CONVEYOR_PDL=1 (read once per process) on a device of compute capability 9.0 or newer.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -25,7 +27,7 @@ __device__ __forceinline__ void pdl_wait() {
 
 __device__ __forceinline__ void pdl_launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n");  // orders nothing: the dependent waits for all of this grid
 #endif
 }
 
@@ -43,17 +45,20 @@ inline bool pdl_enabled() {
   return on;
 }
 
-// kernel<<<grid, block, 0, stream>>>(args...), with the programmatic-serialization attribute when
-// pdl_enabled(); the kernel must call pdl_wait() before it reads anything the kernel before it wrote.
+// kernel<<<grid, block, smem, stream>>>(args...), with the programmatic-serialization attribute when
+// pdl_enabled(); the kernel must call pdl_wait() before it reads anything the kernel before it wrote and
+// before it writes anything that kernel reads.
 template <typename... Params, typename... Args>
-void launch_maybe_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+void launch_maybe_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                      Args&&... args) {
   if (!pdl_enabled()) {
-    kernel<<<grid, block, 0, stream>>>(std::forward<Args>(args)...);
+    kernel<<<grid, block, smem, stream>>>(std::forward<Args>(args)...);
     return;
   }
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;

@@ -26,7 +26,8 @@ constexpr int kMaxPacksPerThread = 8;
 template <typename T, int kPacks>
 __global__ void __launch_bounds__(kMaxThreads)
     rms_norm_pack_kernel(T* out, const T* x, const T* w, int64_t cols, float eps) {
-  cuda_detail::pdl_launch_dependents();  // a GEMV launched after this may start now (pdl.cuh)
+  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
+  cuda_detail::pdl_wait();               // ... and this one reads the one before
   __shared__ float scratch[32];
   constexpr int kN = Pack<T>::kSize;
   const int packs = static_cast<int>(cols / kN);
@@ -66,7 +67,8 @@ __global__ void __launch_bounds__(kMaxThreads)
 template <typename T>
 __global__ void __launch_bounds__(kMaxThreads)
     rms_norm_scalar_kernel(T* out, const T* x, const T* w, int64_t cols, float eps) {
-  cuda_detail::pdl_launch_dependents();  // a GEMV launched after this may start now (pdl.cuh)
+  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
+  cuda_detail::pdl_wait();               // ... and this one reads the one before
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
   float sum_sq = 0.f;
@@ -92,7 +94,7 @@ void launch(T* out, const T* x, const T* w, int64_t rows, int64_t cols, float ep
   const dim3 grid(static_cast<unsigned>(rows));
   if (!packed) {
     const int threads = static_cast<int>(cols >= kMaxThreads ? kMaxThreads : round_up_warp(cols));
-    rms_norm_scalar_kernel<T><<<grid, threads, 0, s>>>(out, x, w, cols, eps);
+    cuda_detail::launch_maybe_pdl(rms_norm_scalar_kernel<T>, grid, dim3(threads), 0, s, out, x, w, cols, eps);
     CONVEYOR_CUDA_CHECK(cudaGetLastError());
     return;
   }
@@ -102,10 +104,10 @@ void launch(T* out, const T* x, const T* w, int64_t rows, int64_t cols, float ep
   const int k = per <= 1 ? 1 : per <= 2 ? 2 : per <= 4 ? 4 : 8;
   const int threads = round_up_warp((packs + k - 1) / k);  // <= kMaxThreads by the check above
   switch (k) {
-    case 1: rms_norm_pack_kernel<T, 1><<<grid, threads, 0, s>>>(out, x, w, cols, eps); break;
-    case 2: rms_norm_pack_kernel<T, 2><<<grid, threads, 0, s>>>(out, x, w, cols, eps); break;
-    case 4: rms_norm_pack_kernel<T, 4><<<grid, threads, 0, s>>>(out, x, w, cols, eps); break;
-    default: rms_norm_pack_kernel<T, 8><<<grid, threads, 0, s>>>(out, x, w, cols, eps); break;
+    case 1: cuda_detail::launch_maybe_pdl(rms_norm_pack_kernel<T, 1>, grid, dim3(threads), 0, s, out, x, w, cols, eps); break;
+    case 2: cuda_detail::launch_maybe_pdl(rms_norm_pack_kernel<T, 2>, grid, dim3(threads), 0, s, out, x, w, cols, eps); break;
+    case 4: cuda_detail::launch_maybe_pdl(rms_norm_pack_kernel<T, 4>, grid, dim3(threads), 0, s, out, x, w, cols, eps); break;
+    default: cuda_detail::launch_maybe_pdl(rms_norm_pack_kernel<T, 8>, grid, dim3(threads), 0, s, out, x, w, cols, eps); break;
   }
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "kernels/cuda/attention_device.cuh"
+#include "kernels/cuda/pdl.cuh"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/error.h"
 
@@ -70,6 +71,8 @@ __global__ void __launch_bounds__(kThreads)
                              const int32_t* query_start, const int32_t* positions, const int32_t* block_tables,
                              int num_seqs, int max_blocks, int num_blocks, int block_size, int n_heads,
                              int n_kv_heads, int half, int heads_per_cta, float k_scale, float v_scale) {
+  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
+  cuda_detail::pdl_wait();               // ... and this one reads the one before
   __shared__ float cos_s[kMaxHalf], sin_s[kMaxHalf];
   __shared__ long long row_s;
   const int t = blockIdx.x;
@@ -144,8 +147,8 @@ void launch_rope_qkv_write_kv(void* q_out, const void* qkv, void* k_cache, void*
   const int heads = n_heads + shape.n_kv_heads;
   const int per_cta = heads_per_cta(b.num_tokens, heads);
   const dim3 grid(static_cast<unsigned>(b.num_tokens), static_cast<unsigned>((heads + per_cta - 1) / per_cta));
-  rope_qkv_write_kv_kernel<T, KV><<<grid, kThreads, 0, s>>>(
-      static_cast<T*>(q_out), static_cast<const T*>(qkv), static_cast<KV*>(k_cache), static_cast<KV*>(v_cache),
+  cuda_detail::launch_maybe_pdl(
+      rope_qkv_write_kv_kernel<T, KV>, grid, dim3(kThreads), 0, s, static_cast<T*>(q_out), static_cast<const T*>(qkv), static_cast<KV*>(k_cache), static_cast<KV*>(v_cache),
       inv_freq, b.query_start, b.positions, b.block_tables, b.num_seqs, b.max_blocks_per_seq, shape.num_blocks,
       shape.block_size, n_heads, shape.n_kv_heads, shape.head_dim / 2, per_cta, scales.k, scales.v);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());

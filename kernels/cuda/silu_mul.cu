@@ -31,7 +31,8 @@ template <typename T, bool kPacked>
 __global__ void __launch_bounds__(kThreads)
     silu_mul_kernel(T* __restrict__ out, const T* __restrict__ gate_up, int64_t inter, int64_t width,
                     int64_t col_blocks) {
-  cuda_detail::pdl_launch_dependents();  // a GEMV launched after this may start now (pdl.cuh)
+  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
+  cuda_detail::pdl_wait();               // ... and this one reads the one before
   const int64_t row = blockIdx.x / col_blocks;
   const int64_t item = (blockIdx.x % col_blocks) * kThreads + threadIdx.x;
   if (item >= width) return;
@@ -61,9 +62,11 @@ void launch(T* out, const T* gate_up, int64_t tokens, int64_t inter, cudaStream_
   CONVEYOR_CHECK(blocks <= 0x7fffffff, "silu_mul_cuda: tokens=", tokens, " x inter=", inter,
                  " needs more than 2^31-1 blocks; split the call");
   if (packed) {
-    silu_mul_kernel<T, true><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(out, gate_up, inter, width, col_blocks);
+    cuda_detail::launch_maybe_pdl(silu_mul_kernel<T, true>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, s, out,
+                                  gate_up, inter, width, col_blocks);
   } else {
-    silu_mul_kernel<T, false><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(out, gate_up, inter, width, col_blocks);
+    cuda_detail::launch_maybe_pdl(silu_mul_kernel<T, false>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, s, out,
+                                  gate_up, inter, width, col_blocks);
   }
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
