@@ -7,15 +7,19 @@
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
 call_begin r10a conveyor kernels_fp8_gpu_test stages_cuda_fp8_gpu_test kernels_gemv_gpu_test stages_cuda_graph_gpu_test \
-  stages_cuda_golden_gpu_test || exit 1
+  stages_cuda_golden_gpu_test kernels_attention_gpu_test kernels_attention_fp8_gpu_test kernels_rms_norm_gpu_test \
+  kernels_silu_mul_gpu_test kernels_rope_gpu_test || exit 1
 for t in kernels_fp8_gpu_test stages_cuda_fp8_gpu_test; do
   CONVEYOR_REQUIRE_GPU=1 timeout 120 build/tests/$t > $r/$t.log 2>&1
   save "$t rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $r/$t.log | head -2 | tr '\n' ' ')"
 done
-# Programmatic dependent launch of the decode GEMV (kernels/cuda/pdl.cuh, opt-in, written in round 9): the GEMV
-# and graph tests with it, then batch 1 bf16 without and with it (issue 16 asks >= 229 tok/s).
+# Programmatic dependent launch of a decode layer's kernels (kernels/cuda/pdl.cuh, opt-in, written in round 9):
+# their tests and the graph / golden model tests with it, then batch 1 bf16 without and with it (issue 16 asks
+# >= 229 tok/s).
 pdl_ok=1
-for t in kernels_gemv_gpu_test kernels_fp8_gpu_test stages_cuda_graph_gpu_test stages_cuda_golden_gpu_test; do
+for t in kernels_gemv_gpu_test kernels_fp8_gpu_test kernels_attention_gpu_test kernels_attention_fp8_gpu_test \
+  kernels_rms_norm_gpu_test kernels_silu_mul_gpu_test kernels_rope_gpu_test stages_cuda_graph_gpu_test \
+  stages_cuda_golden_gpu_test; do
   CONVEYOR_PDL=1 CONVEYOR_REQUIRE_GPU=1 timeout 150 build/tests/$t > $r/${t}_pdl.log 2>&1 || pdl_ok=0
   save "$t with PDL rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $r/${t}_pdl.log | head -2 | tr '\n' ' ')"
 done
