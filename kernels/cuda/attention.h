@@ -83,7 +83,8 @@ enum class PrefillAttentionKernel { kAuto, kMmaSync, kWgmma };
 // (attention_decode_mma.cu; head_dim 64 and 128, else kNarrow), kNarrow the CUDA-core kernel with 8 codes
 // per lane (8-byte copies), kWide the same with 16 codes per lane and up to 2 query heads per CTA. Round 9
 // (H100, batch 64 x 4k) measured kNarrow at 1.87 TB/s of FP8 cache and kWide no faster: the CUDA-core math
-// per position, not the copies, bounds them. The environment variable CONVEYOR_FP8_DECODE=mma|narrow|wide
+// per position, not the copies, bounds them; on an H200 kMma read 3.2 TB/s there (kNarrow 1.87) and 3.5-3.7
+// at batch 256 x 1,536 and 64 x 16k. The environment variable CONVEYOR_FP8_DECODE=mma|narrow|wide
 // sets it at the first FP8 launch unless this was called before. Process-wide, not thread-safe against
 // launches; for tests and benchmarks that race them.
 enum class Fp8DecodeLayout { kMma, kNarrow, kWide };
