@@ -27,6 +27,8 @@ namespace conveyor {
 namespace {
 
 using cuda_detail::decode_splits;
+using cuda_detail::decode_work;
+using cuda_detail::DecodeWork;
 using cuda_detail::Elem;
 using cuda_detail::kMinPartition;
 using cuda_detail::kTargetRows;
@@ -46,28 +48,6 @@ constexpr int kMaxHeadTileWide = 2;      // the same for the wide FP8 layout (16
                                          // accumulators take 2 x 16 registers per head, under 128 in all)
 
 // ---- decode -----------------------------------------------------------------------------------------
-
-// The (token, head) rows and context range one decode CTA owns.
-struct DecodeWork {
-  int seq, pos, begin, end;  // positions [begin, end) of this split
-  int splits;                // splits in use (decode_live_splits)
-  bool skip;
-};
-
-__device__ __forceinline__ DecodeWork decode_work(const PagedAttentionArgs& a, int t, int split) {
-  DecodeWork w;
-  w.seq = cuda_detail::find_seq(a.query_start, a.num_seqs, t);
-  w.splits = cuda_detail::decode_live_splits(a);
-  w.skip = split >= w.splits ||
-           (a.skip_multi && __ldg(a.query_start + w.seq + 1) - __ldg(a.query_start + w.seq) > 1);
-  w.pos = __ldg(a.positions + t);
-  const int lo = a.window > 0 ? max(0, w.pos - a.window + 1) : 0;
-  const int len = w.pos - lo + 1;
-  const int part = (len + w.splits - 1) / w.splits;
-  w.begin = lo + split * part;
-  w.end = min(w.begin + part, w.pos + 1);
-  return w;
-}
 
 // Online-softmax state of one lane group for G query heads: running max and sum (log2 domain) and
 // this lane's E output dimensions.
@@ -219,23 +199,8 @@ __device__ __forceinline__ void decode_merge(const DecodeState<G, E>& st, const 
   const long long row0 = static_cast<long long>(t) * a.n_heads + h0;
   for (int i = threadIdx.x; i < heads * D; i += kThreads) {
     const int g = i / D, d = i % D;
-    float mx = kNegInf;
-    for (int j = 0; j < kGroups; ++j) mx = fmaxf(mx, ml_s[g][j].x);
-    const float safe = mx == kNegInf ? 0.f : mx;
-    float sum = 0.f, o = 0.f;
-    for (int j = 0; j < kGroups; ++j) {
-      const float wgt = exp2f(ml_s[g][j].x - safe);
-      sum += wgt * ml_s[g][j].y;
-      o += wgt * acc_s[g][j * D + d];
-    }
-    const float val = (sum > 0.f ? o / sum : 0.f) * a.v_scale;  // v_scale: 1 unless the cache is FP8
-    if (splits == 1) {
-      static_cast<T*>(a.out)[(row0 + g) * D + d] = Elem<T>::from_float(val);
-    } else {
-      const long long prow = (row0 + g) * splits + blockIdx.z;
-      a.part_o[prow * D + d] = val;
-      if (d == 0) a.part_ml[prow] = make_float2(mx, sum);
-    }
+    cuda_detail::merge_store<T, D>(
+        a, row0 + g, d, splits, kGroups, [&](int j) { return ml_s[g][j]; }, [&](int j) { return acc_s[g][j * D + d]; });
   }
 }
 

@@ -188,8 +188,8 @@ __device__ __forceinline__ void step(Acc<D>& st, const uint32_t (&qa)[D / 16][2]
   }
 }
 
-// Merges the warps' states through shared memory and writes the output rows (one split) or the split's
-// normalized partial and its (max, sum), as attention.cu's decode_merge does for its lane groups.
+// Merges the warps' states through shared memory (merge_store), as attention.cu's decode_merge does for its
+// lane groups.
 template <typename T, int D>
 __device__ __forceinline__ void merge(const Acc<D>& st, const PagedAttentionArgs& a, int tok, int h0, int heads,
                                       int splits, void* smem) {
@@ -208,46 +208,9 @@ __device__ __forceinline__ void merge(const Acc<D>& st, const PagedAttentionArgs
   const long long row0 = static_cast<long long>(tok) * a.n_heads + h0;
   for (int i = threadIdx.x; i < heads * D; i += kThreads) {
     const int h = i / D, d = i % D;
-    float mx = kNegInf;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, ml_s[w][h].x);
-    const float safe = mx == kNegInf ? 0.f : mx;
-    float sum = 0.f, o = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float wgt = exp2f(ml_s[w][h].x - safe);
-      sum += wgt * ml_s[w][h].y;
-      o += wgt * o_s[w][h][d];
-    }
-    const float val = (sum > 0.f ? o / sum : 0.f) * a.v_scale;
-    if (splits == 1) {
-      static_cast<T*>(a.out)[(row0 + h) * D + d] = Elem<T>::from_float(val);
-    } else {
-      const long long prow = (row0 + h) * splits + blockIdx.z;
-      a.part_o[prow * D + d] = val;
-      if (d == 0) a.part_ml[prow] = make_float2(mx, sum);
-    }
+    merge_store<T, D>(
+        a, row0 + h, d, splits, kWarps, [&](int w) { return ml_s[w][h]; }, [&](int w) { return o_s[w][h][d]; });
   }
-}
-
-// The split's positions [begin, end) of token `tok` (decode_work's: window, splits from the device max).
-struct Span {
-  int seq, begin, end, splits;
-  bool skip;
-};
-
-__device__ __forceinline__ Span span(const PagedAttentionArgs& a, int tok, int split) {
-  Span w;
-  w.seq = find_seq(a.query_start, a.num_seqs, tok);
-  w.splits = decode_live_splits(a);
-  w.skip = split >= w.splits ||
-           (a.skip_multi && __ldg(a.query_start + w.seq + 1) - __ldg(a.query_start + w.seq) > 1);
-  const int pos = __ldg(a.positions + tok);
-  const int lo = a.window > 0 ? max(0, pos - a.window + 1) : 0;
-  const int part = (pos - lo + 1 + w.splits - 1) / w.splits;
-  w.begin = lo + split * part;
-  w.end = min(w.begin + part, pos + 1);
-  return w;
 }
 
 template <typename T, int D>
@@ -258,7 +221,7 @@ __global__ void __launch_bounds__(kThreads, D == 128 ? 3 : 4) decode_mma_kernel(
   const int tok = blockIdx.x, kvh = blockIdx.y / a.chunks;
   const int h0 = kvh * a.group + (blockIdx.y % a.chunks) * kHeads;
   const int heads = min(kHeads, (kvh + 1) * a.group - h0);
-  const Span w = span(a, tok, blockIdx.z);
+  const DecodeWork w = decode_work(a, tok, blockIdx.z);
   if (w.skip) return;  // uniform over the CTA
   uint32_t qa[D / 16][2];
   load_q<T, D>(qa, a, tok, h0, heads);

@@ -251,6 +251,53 @@ __device__ __forceinline__ int decode_live_splits(const PagedAttentionArgs& a) {
   return s < a.splits ? s : a.splits;
 }
 
+// The (token, head) rows and context range one decode CTA owns (both decode kernels).
+struct DecodeWork {
+  int seq, pos, begin, end;  // positions [begin, end) of this split
+  int splits;                // splits in use (decode_live_splits)
+  bool skip;
+};
+
+__device__ __forceinline__ DecodeWork decode_work(const PagedAttentionArgs& a, int t, int split) {
+  DecodeWork w;
+  w.seq = find_seq(a.query_start, a.num_seqs, t);
+  w.splits = decode_live_splits(a);
+  w.skip = split >= w.splits ||
+           (a.skip_multi && __ldg(a.query_start + w.seq + 1) - __ldg(a.query_start + w.seq) > 1);
+  w.pos = __ldg(a.positions + t);
+  const int lo = a.window > 0 ? max(0, w.pos - a.window + 1) : 0;
+  const int len = w.pos - lo + 1;
+  const int part = (len + w.splits - 1) / w.splits;
+  w.begin = lo + split * part;
+  w.end = min(w.begin + part, w.pos + 1);
+  return w;
+}
+
+// Merges the n partial softmax states a decode CTA holds for element d of (token, head) row `row`: ml(j) its
+// (max, sum) in the log2 domain, acc(j) its unnormalized output. Writes the output (one split) or the split's
+// normalized partial and, at d == 0, its (max, sum), for decode_reduce_kernel.
+template <typename T, int D, typename Ml, typename Acc>
+__device__ __forceinline__ void merge_store(const PagedAttentionArgs& a, long long row, int d, int splits, int n,
+                                            Ml&& ml, Acc&& acc) {
+  float mx = kNegInf;
+  for (int j = 0; j < n; ++j) mx = fmaxf(mx, ml(j).x);
+  const float safe = mx == kNegInf ? 0.f : mx;
+  float sum = 0.f, o = 0.f;
+  for (int j = 0; j < n; ++j) {
+    const float wgt = exp2f(ml(j).x - safe);
+    sum += wgt * ml(j).y;
+    o += wgt * acc(j);
+  }
+  const float val = (sum > 0.f ? o / sum : 0.f) * a.v_scale;  // v_scale: 1 unless the cache is FP8
+  if (splits == 1) {
+    static_cast<T*>(a.out)[row * D + d] = Elem<T>::from_float(val);
+  } else {
+    const long long prow = row * splits + blockIdx.z;
+    a.part_o[prow * D + d] = val;
+    if (d == 0) a.part_ml[prow] = make_float2(mx, sum);
+  }
+}
+
 // The decode kernel over an FP8 cache on tensor cores (attention_decode_mma.cu), head_dim 64 and 128: grid
 // (num_tokens, n_kv_heads * chunks, splits) with 8 query heads per chunk; the caller merges the splits.
 bool decode_mma_supports(int head_dim);

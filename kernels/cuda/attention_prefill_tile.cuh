@@ -23,15 +23,21 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
          (static_cast<uint32_t>(reinterpret_cast<const uint16_t&>(b)) << 16);
 }
 
+// 8 e4m3 codes (lo: the first 4) as 8 T values in one 16-byte vector, exactly.
+template <typename T>
+__device__ __forceinline__ uint4 codes8_as(uint32_t lo, uint32_t hi) {
+  float f[8];
+  unpack8<Fp8Kv>(make_uint4(lo, hi, 0u, 0u), f);
+  return make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]), pack2<T>(f[6], f[7]));
+}
+
 // 8 cache elements of type KV at p as 8 T values in one 16-byte vector: a 16-bit cache's as they are,
 // an FP8 cache's 8 codes converted (exactly) to T.
 template <typename T, typename KV>
 __device__ __forceinline__ uint4 load8_as(const KV* p) {
   if constexpr (sizeof(KV) == 1) {
     const uint2 raw = __ldg(reinterpret_cast<const uint2*>(p));
-    float f[8];
-    unpack8<Fp8Kv>(make_uint4(raw.x, raw.y, 0u, 0u), f);
-    return make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]), pack2<T>(f[6], f[7]));
+    return codes8_as<T>(raw.x, raw.y);
   } else {
     return __ldg(reinterpret_cast<const uint4*>(p));
   }

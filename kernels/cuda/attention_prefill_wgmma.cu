@@ -284,14 +284,6 @@ __device__ __forceinline__ void fetch_raw(uint8_t* raw, const PagedAttentionArgs
   });
 }
 
-// 8 e4m3 codes (lo: the first 4) as 8 T values in one 16-byte vector, exactly (as load8_as).
-template <typename T>
-__device__ __forceinline__ uint4 codes8_as(uint32_t lo, uint32_t hi) {
-  float f[8];
-  unpack8<Fp8Kv>(make_uint4(lo, hi, 0u, 0u), f);
-  return make_uint4(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]), pack2<T>(f[4], f[5]), pack2<T>(f[6], f[7]));
-}
-
 // Converts the thread's pieces of raw (fetch_raw's) into the stage k_s (V kKeys * D further) in the swizzled
 // layout: piece columns col .. + 15 are chunks col / 8 and col / 8 + 1 of one 64-column half. Odd halves store
 // their second chunk first, so the 8 lanes of a store phase (one row at D 128; rows 2k, 2k + 1 at D 64) hit 8
