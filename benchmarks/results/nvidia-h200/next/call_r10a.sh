@@ -9,7 +9,9 @@ source benchmarks/results/nvidia-h200/final/env.sh
 call_begin r10a conveyor kernels_fp8_gpu_test stages_cuda_fp8_gpu_test kernels_gemv_gpu_test stages_cuda_graph_gpu_test \
   stages_cuda_golden_gpu_test kernels_attention_gpu_test kernels_attention_fp8_gpu_test kernels_rms_norm_gpu_test \
   kernels_silu_mul_gpu_test kernels_rope_gpu_test || exit 1
-for t in kernels_fp8_gpu_test stages_cuda_fp8_gpu_test; do
+# The attention tests first without PDL: round 9's review moved both decode kernels' split bounds and
+# output write into attention_device.cuh after its last GPU call.
+for t in kernels_attention_gpu_test kernels_attention_fp8_gpu_test kernels_fp8_gpu_test stages_cuda_fp8_gpu_test; do
   CONVEYOR_REQUIRE_GPU=1 timeout 120 build/tests/$t > $r/$t.log 2>&1
   save "$t rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $r/$t.log | head -2 | tr '\n' ' ')"
 done
