@@ -9,8 +9,9 @@ source benchmarks/results/nvidia-h200/final/env.sh
 r=/tmp/r10b; mkdir -p $r/suite
 save() { tar czf "$OUT/r10b.tgz" -C /tmp r10b; echo "[$(el)] $*"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $r/gpu.txt
-if [ -f /tmp/r10a/doctor.json ] && [ -x build/conveyor ]; then
-  cp /tmp/r10a/doctor.json /tmp/r10a/doctor.log $r/suite/
+for d0 in /tmp/r10c /tmp/r10a; do [ -f $d0/doctor.json ] && break; done
+if [ -f $d0/doctor.json ] && [ -x build/conveyor ]; then
+  cp $d0/doctor.json $d0/doctor.log $r/suite/
   steps=(latency b64 peers throughput table)
 else  # a fresh machine: build, and the suite's own doctor step
   (cmake -S . -B build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCONVEYOR_WERROR=OFF && ninja -C build -j16 conveyor) \
