@@ -99,28 +99,33 @@ Tensor WeightBank::take_linear(const std::vector<std::string>& names) {
   out.name = join(names, "+");
   out.cols = first.shape[1];
   for (const std::string& n : names) out.rows += peek(n).shape[0];
-  out.codes.resize(static_cast<size_t>(out.rows * out.cols));
+  const auto count = static_cast<size_t>(out.rows * out.cols);
+  out.codes = std::move(code_scratch_);
+  out.codes.resize(count);  // within the capacity of an earlier linear: no new pages
   out.input_scale = input_scale;
-  {
-    HostTensor values;  // one stack in fp32, freed before the backend takes the codes
-    values.shape = {out.rows, out.cols};
-    values.data.resize(out.codes.size());
-    float* dst = values.data.data();
-    for (const std::string& n : names) {
-      const int64_t count = peek(n).numel();
-      weights_.fill(n, dst);
-      weights_.erase(n);
-      dst += count;
-    }
-    if (checkpoint) {  // already e4m3 values: encoding is exact
-      for (size_t i = 0; i < out.codes.size(); ++i) out.codes[i] = fp8_e4m3_from_float(values.data[i]);
-      out.scales = std::move(scales);
-    } else {
-      out.scales.resize(static_cast<size_t>(out.rows));
-      quantize_rows_fp8_ref(out.codes.data(), out.scales.data(), values.data.data(), out.rows, out.cols);
-    }
+  if (stack_scratch_.size() < count) stack_scratch_.resize(count);
+  float* const values = stack_scratch_.data();  // one stack in fp32
+  float* dst = values;
+  for (const std::string& n : names) {
+    const int64_t part = peek(n).numel();
+    weights_.fill(n, dst);
+    weights_.erase(n);
+    dst += part;
   }
-  return ops_.adopt_fp8(std::move(out));
+  if (checkpoint) {  // already e4m3 values: encoding is exact
+    const auto total = static_cast<int64_t>(count);
+#pragma omp parallel for schedule(static) if (total >= (1 << 16))
+    for (int64_t i = 0; i < total; ++i) out.codes[static_cast<size_t>(i)] = fp8_e4m3_from_float(values[i]);
+    out.scales = std::move(scales);
+  } else {
+    out.scales.resize(static_cast<size_t>(out.rows));
+    quantize_rows_fp8_ref(out.codes.data(), out.scales.data(), values, out.rows, out.cols);
+  }
+  Tensor adopted = ops_.adopt_fp8(std::move(out));
+  // The backends copy the codes (to the device, or into fp32 values) and leave the vector to us; one
+  // that kept it would leave this empty, and the next linear allocates anew.
+  code_scratch_ = std::move(out.codes);  // NOLINT(bugprone-use-after-move): adopt_fp8 takes an rvalue reference
+  return adopted;
 }
 
 size_t device_weight_bytes(const WeightSet& weights, bool fp8_linears, size_t elem) {

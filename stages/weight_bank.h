@@ -42,6 +42,11 @@ class WeightBank {
   WeightSet weights_;
   Ops& ops_;
   bool fp8_linears_ = false;
+  // take_linear's host buffers, reused from one linear to the next: a fresh fp32 stack and code
+  // buffer per linear page-faulted (and zeroed) every byte again, which made a 70B FP8 start spend
+  // ~5 minutes in the kernel (round 10). Grown to the largest linear, freed with the bank.
+  std::vector<float> stack_scratch_;
+  std::vector<uint8_t> code_scratch_;
 };
 
 // Device bytes of a set's weights once adopted: elem bytes per value, except FP8 layer linears
