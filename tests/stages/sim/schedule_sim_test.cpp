@@ -483,5 +483,32 @@ TEST(ScheduleSim, OneH100ThreeWorkloadsWithinFifteenPercentAndTheRunsPlans) {
   }
 }
 
+// Round 10's H200 suite (benchmarks/results/nvidia-h200/2026-12-06-r10/b/suite: batch 1, batch 64 and the
+// 1,000 prompts in one build on one machine, with the start-up warm-up) from that machine's doctor
+// (configs/clusters/h200-1-r10.yaml): all three within 15% (measured -0.1%, +4.0%, +8.2%) and the run's plans.
+TEST(ScheduleSim, OneH200Round10ThreeWorkloadsWithinFifteenPercentAndTheRunsPlans) {
+  for (const Measured& c : {Measured{"latency_b1.conveyor.json", 13, 128, 128, 1},
+                            Measured{"batch64.conveyor.json", 64, 512, 256, 64},
+                            Measured{"throughput.conveyor.json", 1000, 1024, 1024, 256}}) {
+    const nlohmann::json j = measured(c, "nvidia-h200/2026-12-06-r10/b/suite");
+    const SimResult r = predicted(c, "h200-1-r10.yaml", /*gemm_warmup=*/true);
+    const double want = j.at("output_tokens_per_second").get<double>(), got = r.output_tokens_per_s;
+    EXPECT_NEAR(got / want, 1.0, 0.15) << c.file << ": predicted " << got << " measured " << want;
+    EXPECT_EQ(r.plans, j.at("kv_cache").at("plans").get<int64_t>()) << c.file;
+  }
+}
+
+// FP8 weights and KV: round 10's H100 FP8 1,000 prompts (benchmarks/results/nvidia-h100/2026-12-06-r10/a) from
+// that card's doctor with its FP8 linear and FP8 decode attention lines (configs/clusters/h100-1-fp8.yaml):
+// measured 12,283.6 output tok/s, predicted 12,305 (+0.2%), and the run's plans.
+TEST(ScheduleSim, OneH100Fp8ThousandPromptsWithinFifteenPercentAndTheRunsPlans) {
+  const Measured c{"throughput.fp8.json", 1000, 1024, 1024, 256};
+  const nlohmann::json j = measured(c, "nvidia-h100/2026-12-06-r10/a");
+  const SimResult r = predicted(c, "h100-1-fp8.yaml", /*gemm_warmup=*/true);
+  const double want = j.at("output_tokens_per_second").get<double>(), got = r.output_tokens_per_s;
+  EXPECT_NEAR(got / want, 1.0, 0.15) << "predicted " << got << " measured " << want;
+  EXPECT_EQ(r.plans, j.at("kv_cache").at("plans").get<int64_t>());
+}
+
 }  // namespace
 }  // namespace conveyor
