@@ -168,6 +168,8 @@ class Ops {
   // Takes an FP8 linear weight (codes and scales); linear / linear_add then run FP8 GEMMs with it,
   // quantizing x per token (or with the static input_scale). Backends without FP8 throw.
   virtual Tensor adopt_fp8(Fp8HostWeight&& weight);
+  // Every weight of the stage has been adopted: host buffers kept from one adopt to the next may go.
+  virtual void end_of_load() {}
   // upload converts host fp32 to dtype(); download converts any float tensor to fp32 and waits.
   virtual Tensor upload(const float* host, int64_t rows, int64_t cols) = 0;
   virtual void download(const TensorView& t, float* host) = 0;  // host holds t.numel() floats

@@ -19,10 +19,18 @@ const HostTensor& WeightBank::peek(const std::string& name) const {
 }
 
 Tensor WeightBank::take(const std::string& name) {
-  peek(name);
-  HostTensor t = weights_.materialize(name);
+  HostTensor t = peek(name);  // the header: no values
+  t.data = std::move(take_scratch_);
+  t.data.resize(static_cast<size_t>(t.numel()));
+  weights_.fill(name, t.data.data());
   weights_.erase(name);
-  return ops_.adopt(std::move(t));
+  return adopt_reusing(std::move(t));
+}
+
+Tensor WeightBank::adopt_reusing(HostTensor&& t) {
+  Tensor adopted = ops_.adopt(std::move(t));
+  take_scratch_ = std::move(t.data);  // NOLINT(bugprone-use-after-move): adopt takes an rvalue reference
+  return adopted;
 }
 
 float WeightBank::take_scalar(const std::string& name) {
@@ -65,6 +73,7 @@ Tensor WeightBank::take_concat_rows(const std::vector<std::string>& names) {
                  "columns, or all 1-D");
   // The result is no share of one full tensor: it is its own whole.
   out.full_shape = out.shape;
+  out.data = std::move(take_scratch_);
   out.data.resize(static_cast<size_t>(out.numel()));
   float* dst = out.data.data();
   for (const std::string& n : names) {
@@ -73,7 +82,7 @@ Tensor WeightBank::take_concat_rows(const std::vector<std::string>& names) {
     weights_.erase(n);
     dst += count;
   }
-  return ops_.adopt(std::move(out));
+  return adopt_reusing(std::move(out));
 }
 
 Tensor WeightBank::take_linear(const std::vector<std::string>& names) {
@@ -144,9 +153,13 @@ size_t device_weight_bytes(const WeightSet& weights, bool fp8_linears, size_t el
   return bytes;
 }
 
-void WeightBank::finish() const {
-  if (weights_.empty()) return;
-  CONVEYOR_THROW("internal: weights loaded but not used by any layer: ", join(weights_.names(), ", "));
+void WeightBank::finish() {
+  if (!weights_.empty())
+    CONVEYOR_THROW("internal: weights loaded but not used by any layer: ", join(weights_.names(), ", "));
+  stack_scratch_ = std::vector<float>();
+  code_scratch_ = std::vector<uint8_t>();
+  take_scratch_ = std::vector<float>();
+  ops_.end_of_load();
 }
 
 }  // namespace conveyor

@@ -33,12 +33,13 @@ class WeightBank {
   // A layer linear: take_concat_rows, or with fp8_linears the same rows as one FP8 weight. Stacked
   // linears share one static input_scale (the largest, as they read the same input).
   Tensor take_linear(const std::vector<std::string>& names);
-  void finish() const;  // throws naming any weight no layer took
+  void finish();  // throws naming any weight no layer took; else frees the load's host buffers
 
   // fp32 bytes of the weights not yet taken (none of them is held in host memory).
   size_t pending_bytes() const { return weights_.bytes(); }
 
  private:
+  Tensor adopt_reusing(HostTensor&& t);  // ops_.adopt, then take_scratch_ = whatever buffer it left
   WeightSet weights_;
   Ops& ops_;
   bool fp8_linears_ = false;
@@ -47,6 +48,9 @@ class WeightBank {
   // ~5 minutes in the kernel (round 10). Grown to the largest linear, freed with the bank.
   std::vector<float> stack_scratch_;
   std::vector<uint8_t> code_scratch_;
+  // take's and take_concat_rows' values, likewise reused where the backend copies them (CUDA); a
+  // backend that keeps them as its storage (CPU) takes the buffer, and the next weight allocates anew.
+  std::vector<float> take_scratch_;
 };
 
 // Device bytes of a set's weights once adopted: elem bytes per value, except FP8 layer linears

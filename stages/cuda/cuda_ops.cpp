@@ -53,14 +53,14 @@ KvCacheFormat kv_format(const KvLayerView& cache) { return KvCacheFormat{cache.f
 size_t attention_workspace_bytes() { return paged_attention_workspace_bytes(1 << 20, 1 << 10, kMaxHeadDim, 1 << 30); }
 
 // Host fp32 -> dt bits, for weights (once, at load).
-std::vector<uint16_t> to_half_bits(const std::vector<float>& src, DType dt) {
-  std::vector<uint16_t> out(src.size());
+// Into `out`, whose capacity is kept from one weight to the next (the load's pages fault once).
+void to_half_bits(const std::vector<float>& src, DType dt, std::vector<uint16_t>& out) {
+  out.resize(src.size());
   const int64_t n = static_cast<int64_t>(src.size());
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i)
     out[static_cast<size_t>(i)] = dt == DType::kBF16 ? float_to_bf16(src[static_cast<size_t>(i)])
                                                      : float_to_f16(src[static_cast<size_t>(i)]);
-  return out;
 }
 
 class CudaOps final : public Ops {
@@ -124,19 +124,21 @@ class CudaOps final : public Ops {
     const int64_t rows = w.shape.size() == 2 ? w.shape[0] : 1;
     CONVEYOR_CHECK(static_cast<int64_t>(w.data.size()) == rows * cols, "cuda adopt: weight '", w.name, "' holds ",
                    w.data.size(), " values for shape [", rows, ", ", cols, "]");
-    const std::vector<uint16_t> bits = to_half_bits(w.data, dt_);
+    std::vector<uint16_t>& bits = half_scratch_;
+    to_half_bits(w.data, dt_, bits);
     const size_t bytes = bits.size() * sizeof(uint16_t);
     auto buffer = std::make_shared<CudaBuffer>(bytes, ("weight '" + w.name + "'").c_str());
     void* p = buffer->data();
     std::shared_ptr<void> storage(buffer, p);
-    // On our stream (ordered before any use), then waited for: `bits` dies on return. Load time only.
+    // On our stream (ordered before any use), then waited for: `bits` is reused by the next weight.
+    // w.data stays with the caller (WeightBank reuses its buffer). Load time only.
     if (bytes > 0) CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(p, bits.data(), bytes, cudaMemcpyHostToDevice, stream_));
     CONVEYOR_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    w.data = std::vector<float>();
     return Tensor(std::move(storage), TensorView{p, rows, cols, dt_});
   }
 
   Tensor adopt_fp8(Fp8HostWeight&& w) override { return upload_fp8_weight(std::move(w), stream_); }
+  void end_of_load() override { half_scratch_ = std::vector<uint16_t>(); }
 
   Tensor upload(const float* host, int64_t rows, int64_t cols) override {
     Tensor staged = empty(rows, cols, DType::kF32);
@@ -281,6 +283,7 @@ class CudaOps final : public Ops {
   int device_;
   DType dt_;
   cudaStream_t stream_ = nullptr;
+  std::vector<uint16_t> half_scratch_;  // adopt's bf16/f16 bits, reused by every weight until end_of_load
   CudaBuffer gemm_workspace_;       // declared before gemm_: outlives the runner that uses it
   std::unique_ptr<GemmRunner> gemm_;
   std::unique_ptr<Fp8GemmRunner> fp8_gemm_;
