@@ -467,6 +467,17 @@ TEST(ScheduleSim, OneH200Batch64MakesTheRunsPlans) {
   EXPECT_EQ(r.peak_running, 64);
 }
 
+// A run with the start-up GEMM warm-up (the default) against the simulator from `cluster_file`'s doctor:
+// output tok/s within 15% and exactly the run's scheduler plans.
+void expect_within_fifteen_percent_and_the_runs_plans(const Measured& c, const std::string& results,
+                                                      const std::string& cluster_file) {
+  const nlohmann::json j = measured(c, results);
+  const SimResult r = predicted(c, cluster_file, /*gemm_warmup=*/true);
+  const double want = j.at("output_tokens_per_second").get<double>(), got = r.output_tokens_per_s;
+  EXPECT_NEAR(got / want, 1.0, 0.15) << c.file << ": predicted " << got << " measured " << want;
+  EXPECT_EQ(r.plans, j.at("kv_cache").at("plans").get<int64_t>()) << c.file;
+}
+
 // The same check on the H100 the 2026-12-05 round got (benchmarks/results/nvidia-h100/2026-12-05: runs with
 // the start-up GEMM warm-up, the default, and that card's doctor JSON in configs/clusters/h100-1.yaml): all
 // three workloads within 15% (measured -2.5%, +0.1%, -0.2%) and the run's plans exactly, the 1,000
@@ -474,13 +485,8 @@ TEST(ScheduleSim, OneH200Batch64MakesTheRunsPlans) {
 TEST(ScheduleSim, OneH100ThreeWorkloadsWithinFifteenPercentAndTheRunsPlans) {
   // batch 1: the latency run's 3 warm-up and 10 timed batches of one request each.
   for (const Measured& c : {Measured{"b1.json", 13, 128, 128, 1}, Measured{"b64.json", 64, 512, 256, 64},
-                            Measured{"t1000.json", 1000, 1024, 1024, 200}}) {
-    const nlohmann::json j = measured(c, "nvidia-h100/2026-12-05/b");
-    const SimResult r = predicted(c, "h100-1.yaml", /*gemm_warmup=*/true);
-    const double want = j.at("output_tokens_per_second").get<double>(), got = r.output_tokens_per_s;
-    EXPECT_NEAR(got / want, 1.0, 0.15) << c.file << ": predicted " << got << " measured " << want;
-    EXPECT_EQ(r.plans, j.at("kv_cache").at("plans").get<int64_t>()) << c.file;
-  }
+                            Measured{"t1000.json", 1000, 1024, 1024, 200}})
+    expect_within_fifteen_percent_and_the_runs_plans(c, "nvidia-h100/2026-12-05/b", "h100-1.yaml");
 }
 
 // Round 10's H200 suite (benchmarks/results/nvidia-h200/2026-12-06-r10/b/suite: batch 1, batch 64 and the
@@ -489,25 +495,16 @@ TEST(ScheduleSim, OneH100ThreeWorkloadsWithinFifteenPercentAndTheRunsPlans) {
 TEST(ScheduleSim, OneH200Round10ThreeWorkloadsWithinFifteenPercentAndTheRunsPlans) {
   for (const Measured& c : {Measured{"latency_b1.conveyor.json", 13, 128, 128, 1},
                             Measured{"batch64.conveyor.json", 64, 512, 256, 64},
-                            Measured{"throughput.conveyor.json", 1000, 1024, 1024, 256}}) {
-    const nlohmann::json j = measured(c, "nvidia-h200/2026-12-06-r10/b/suite");
-    const SimResult r = predicted(c, "h200-1-r10.yaml", /*gemm_warmup=*/true);
-    const double want = j.at("output_tokens_per_second").get<double>(), got = r.output_tokens_per_s;
-    EXPECT_NEAR(got / want, 1.0, 0.15) << c.file << ": predicted " << got << " measured " << want;
-    EXPECT_EQ(r.plans, j.at("kv_cache").at("plans").get<int64_t>()) << c.file;
-  }
+                            Measured{"throughput.conveyor.json", 1000, 1024, 1024, 256}})
+    expect_within_fifteen_percent_and_the_runs_plans(c, "nvidia-h200/2026-12-06-r10/b/suite", "h200-1-r10.yaml");
 }
 
 // FP8 weights and KV: round 10's H100 FP8 1,000 prompts (benchmarks/results/nvidia-h100/2026-12-06-r10/a) from
 // that card's doctor with its FP8 linear and FP8 decode attention lines (configs/clusters/h100-1-fp8.yaml):
 // measured 12,283.6 output tok/s, predicted 12,305 (+0.2%), and the run's plans.
 TEST(ScheduleSim, OneH100Fp8ThousandPromptsWithinFifteenPercentAndTheRunsPlans) {
-  const Measured c{"throughput.fp8.json", 1000, 1024, 1024, 256};
-  const nlohmann::json j = measured(c, "nvidia-h100/2026-12-06-r10/a");
-  const SimResult r = predicted(c, "h100-1-fp8.yaml", /*gemm_warmup=*/true);
-  const double want = j.at("output_tokens_per_second").get<double>(), got = r.output_tokens_per_s;
-  EXPECT_NEAR(got / want, 1.0, 0.15) << "predicted " << got << " measured " << want;
-  EXPECT_EQ(r.plans, j.at("kv_cache").at("plans").get<int64_t>());
+  expect_within_fifteen_percent_and_the_runs_plans(Measured{"throughput.fp8.json", 1000, 1024, 1024, 256},
+                                                   "nvidia-h100/2026-12-06-r10/a", "h100-1-fp8.yaml");
 }
 
 }  // namespace
