@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <sstream>
 
 #include "runtime/core/error.h"
@@ -109,8 +110,24 @@ ClusterPlan plan_cluster(const ModelSpec& spec, const ClusterSpec& c, const SimW
                          const std::vector<SimLayout>& only) {
   ClusterPlan out;
   for (const SimLayout& l : only) check_given(spec, c, l);
-  for (const SimLayout& l : only.empty() ? all_layouts(spec, c) : only) {
-    RankedLayout r{simulate_layout(spec, c, w, l), ""};
+  const std::vector<SimLayout> layouts = only.empty() ? all_layouts(spec, c) : only;
+  // The layouts are independent simulations (pure functions of their inputs): one per thread, results in
+  // the layouts' order, so the ranking is the same on any number of threads. An error is rethrown here.
+  const auto n = static_cast<int64_t>(layouts.size());
+  std::vector<SimResult> sims(layouts.size());
+  std::vector<std::exception_ptr> errors(layouts.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < n; ++i) {
+    try {
+      sims[static_cast<size_t>(i)] = simulate_layout(spec, c, w, layouts[static_cast<size_t>(i)]);
+    } catch (...) {
+      errors[static_cast<size_t>(i)] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  for (SimResult& sim : sims) {
+    RankedLayout r{std::move(sim), ""};
     out.simulated_plans += r.sim.plans;
     if (r.sim.fits) ++out.simulated_layouts;
     r.reason = r.sim.fits ? layout_reason(r.sim, w) : "does not fit: " + r.sim.why_not;
