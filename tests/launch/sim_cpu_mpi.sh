@@ -4,8 +4,9 @@
 # and prints measured vs predicted output tok/s and per-stage bubble. It fails when the simulator did not
 # take the run's split or make its scheduler plans (exact, whatever the load). The timing bounds (20%,
 # 5 points) are not enforced here: they follow the host's load, and on a 2-core runner with 2-4
-# single-thread ranks the simulator misses them whenever anything else runs (and, on a quiet host, pp 4's
-# stage 1 by 4-6 bubble points in most runs: benchmarks/results/cpu/2026-12-06/rq_path).
+# single-thread ranks the simulator misses them whenever anything else runs; on a quiet host a layout holds
+# them in 31-36 of 36 full-size runs, and 2 of the 4 runs of 2026-12-06 missed one layout each
+# (benchmarks/results/cpu/2026-12-06-r10).
 set -u
 bin=$1
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
