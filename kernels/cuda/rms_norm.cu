@@ -103,12 +103,11 @@ void launch(T* out, const T* x, const T* w, int64_t rows, int64_t cols, float ep
   const int64_t per = (packs + 255) / 256;
   const int k = per <= 1 ? 1 : per <= 2 ? 2 : per <= 4 ? 4 : 8;
   const int threads = round_up_warp((packs + k - 1) / k);  // <= kMaxThreads by the check above
-  switch (k) {
-    case 1: cuda_detail::launch_maybe_pdl(rms_norm_pack_kernel<T, 1>, grid, dim3(threads), 0, s, out, x, w, cols, eps); break;
-    case 2: cuda_detail::launch_maybe_pdl(rms_norm_pack_kernel<T, 2>, grid, dim3(threads), 0, s, out, x, w, cols, eps); break;
-    case 4: cuda_detail::launch_maybe_pdl(rms_norm_pack_kernel<T, 4>, grid, dim3(threads), 0, s, out, x, w, cols, eps); break;
-    default: cuda_detail::launch_maybe_pdl(rms_norm_pack_kernel<T, 8>, grid, dim3(threads), 0, s, out, x, w, cols, eps); break;
-  }
+  auto* kernel = k == 1   ? rms_norm_pack_kernel<T, 1>
+                 : k == 2 ? rms_norm_pack_kernel<T, 2>
+                 : k == 4 ? rms_norm_pack_kernel<T, 4>
+                          : rms_norm_pack_kernel<T, 8>;
+  cuda_detail::launch_maybe_pdl(kernel, grid, dim3(threads), 0, s, out, x, w, cols, eps);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -148,8 +148,8 @@ void launch_rope_qkv_write_kv(void* q_out, const void* qkv, void* k_cache, void*
   const int per_cta = heads_per_cta(b.num_tokens, heads);
   const dim3 grid(static_cast<unsigned>(b.num_tokens), static_cast<unsigned>((heads + per_cta - 1) / per_cta));
   cuda_detail::launch_maybe_pdl(
-      rope_qkv_write_kv_kernel<T, KV>, grid, dim3(kThreads), 0, s, static_cast<T*>(q_out), static_cast<const T*>(qkv), static_cast<KV*>(k_cache), static_cast<KV*>(v_cache),
-      inv_freq, b.query_start, b.positions, b.block_tables, b.num_seqs, b.max_blocks_per_seq, shape.num_blocks,
+      rope_qkv_write_kv_kernel<T, KV>, grid, dim3(kThreads), 0, s, static_cast<T*>(q_out), static_cast<const T*>(qkv),
+      static_cast<KV*>(k_cache), static_cast<KV*>(v_cache), inv_freq, b.query_start, b.positions, b.block_tables, b.num_seqs, b.max_blocks_per_seq, shape.num_blocks,
       shape.block_size, n_heads, shape.n_kv_heads, shape.head_dim / 2, per_cta, scales.k, scales.v);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }

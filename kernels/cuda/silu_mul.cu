@@ -61,13 +61,9 @@ void launch(T* out, const T* gate_up, int64_t tokens, int64_t inter, cudaStream_
   const int64_t blocks = tokens * col_blocks;
   CONVEYOR_CHECK(blocks <= 0x7fffffff, "silu_mul_cuda: tokens=", tokens, " x inter=", inter,
                  " needs more than 2^31-1 blocks; split the call");
-  if (packed) {
-    cuda_detail::launch_maybe_pdl(silu_mul_kernel<T, true>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, s, out,
-                                  gate_up, inter, width, col_blocks);
-  } else {
-    cuda_detail::launch_maybe_pdl(silu_mul_kernel<T, false>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, s, out,
-                                  gate_up, inter, width, col_blocks);
-  }
+  cuda_detail::launch_maybe_pdl(packed ? silu_mul_kernel<T, true> : silu_mul_kernel<T, false>,
+                                dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, s, out, gate_up, inter, width,
+                                col_blocks);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
