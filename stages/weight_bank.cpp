@@ -27,6 +27,15 @@ Tensor WeightBank::take(const std::string& name) {
   return adopt_reusing(std::move(t));
 }
 
+void WeightBank::fill_stacked(const std::vector<std::string>& names, float* dst) {
+  for (const std::string& n : names) {
+    const int64_t count = weights_.header(n).numel();
+    weights_.fill(n, dst);
+    weights_.erase(n);
+    dst += count;
+  }
+}
+
 Tensor WeightBank::adopt_reusing(HostTensor&& t) {
   Tensor adopted = ops_.adopt(std::move(t));
   take_scratch_ = std::move(t.data);  // NOLINT(bugprone-use-after-move): adopt takes an rvalue reference
@@ -75,13 +84,7 @@ Tensor WeightBank::take_concat_rows(const std::vector<std::string>& names) {
   out.full_shape = out.shape;
   out.data = std::move(take_scratch_);
   out.data.resize(static_cast<size_t>(out.numel()));
-  float* dst = out.data.data();
-  for (const std::string& n : names) {
-    const int64_t count = weights_.header(n).numel();
-    weights_.fill(n, dst);
-    weights_.erase(n);
-    dst += count;
-  }
+  fill_stacked(names, out.data.data());
   return adopt_reusing(std::move(out));
 }
 
@@ -114,13 +117,7 @@ Tensor WeightBank::take_linear(const std::vector<std::string>& names) {
   out.input_scale = input_scale;
   if (stack_scratch_.size() < count) stack_scratch_.resize(count);
   float* const values = stack_scratch_.data();  // one stack in fp32
-  float* dst = values;
-  for (const std::string& n : names) {
-    const int64_t part = peek(n).numel();
-    weights_.fill(n, dst);
-    weights_.erase(n);
-    dst += part;
-  }
+  fill_stacked(names, values);
   if (checkpoint) {  // already e4m3 values: encoding is exact
     const auto total = static_cast<int64_t>(count);
 #pragma omp parallel for schedule(static) if (total >= (1 << 16))

@@ -39,13 +39,15 @@ class WeightBank {
   size_t pending_bytes() const { return weights_.bytes(); }
 
  private:
+  // The weights `names` read one after the other into dst (their numel in all) and erased.
+  void fill_stacked(const std::vector<std::string>& names, float* dst);
   Tensor adopt_reusing(HostTensor&& t);  // ops_.adopt, then take_scratch_ = whatever buffer it left
   WeightSet weights_;
   Ops& ops_;
   bool fp8_linears_ = false;
   // take_linear's host buffers, reused from one linear to the next: a fresh fp32 stack and code
   // buffer per linear page-faulted (and zeroed) every byte again, which made a 70B FP8 start spend
-  // ~5 minutes in the kernel (round 10). Grown to the largest linear, freed with the bank.
+  // ~5 minutes in the kernel (round 10). Grown to the largest linear, freed by finish().
   std::vector<float> stack_scratch_;
   std::vector<uint8_t> code_scratch_;
   // take's and take_concat_rows' values, likewise reused where the backend copies them (CUDA); a
