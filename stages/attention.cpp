@@ -16,9 +16,9 @@ Attention::Attention(const ModelTraits& traits, int layer, WeightBank& w, Commun
   o_ = RowParallelLinear(w.take_linear({p + "o_proj"}), tp);
 }
 
-void Attention::forward(Ops& ops, const TensorView& x, const KvLayerView& cache, const TensorView& residual) const {
-  Tensor qkv = qkv_.forward(ops, x);
-  Tensor attn = ops.empty(x.rows, static_cast<int64_t>(config_.n_heads) * config_.head_dim);
+void Attention::forward(Ops& ops, const NormView& norm, const KvLayerView& cache, const TensorView& residual) const {
+  Tensor qkv = qkv_.forward_normed(ops, residual, norm);
+  Tensor attn = ops.empty(residual.rows, static_cast<int64_t>(config_.n_heads) * config_.head_dim);
   KvLayerView view = cache;
   if (cache.calibrate) {
     // K before the rotary embedding, which keeps each rotated pair's norm (at most sqrt(2) x amax, inside

@@ -13,8 +13,9 @@ namespace conveyor {
 class Attention {
  public:
   Attention(const ModelTraits& traits, int layer, WeightBank& weights, Communicator* tp);
-  // x: normed hidden states [tokens, hidden]; residual [tokens, hidden] += the block's output.
-  void forward(Ops& ops, const TensorView& x, const KvLayerView& cache, const TensorView& residual) const;
+  // residual [tokens, hidden] += the block's output for rms_norm(residual) (the norm rides the QKV
+  // projection: Ops::rms_norm_linear).
+  void forward(Ops& ops, const NormView& norm, const KvLayerView& cache, const TensorView& residual) const;
   void warm_up(Ops& ops, int64_t rows) const;  // the projections' GEMMs (StageModel::warm_up_gemms)
 
  private:

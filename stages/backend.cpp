@@ -56,6 +56,20 @@ void Ops::linear_add(const TensorView& out, const TensorView& x, const TensorVie
   add(out, out, y.view());
 }
 
+void Ops::rms_norm_linear(const TensorView& out, const TensorView& x, const NormView& norm, const TensorView& w,
+                          const TensorView& bias) {
+  Tensor h = empty(x.rows, x.cols, x.dtype);
+  rms_norm(h.view(), x, norm.weight, norm.eps);
+  linear(out, h.view(), w, bias);
+}
+
+void Ops::silu_mul_linear(const TensorView& out, const TensorView& gate_up, const TensorView& w, bool accumulate) {
+  Tensor act = empty(gate_up.rows, gate_up.cols / 2, gate_up.dtype);
+  silu_mul(act.view(), gate_up);
+  if (accumulate) linear_add(out, act.view(), w);
+  else linear(out, act.view(), w, TensorView{});
+}
+
 void Ops::qkv_attention(const TensorView& out, const TensorView& qkv, const KvLayerView& cache,
                         const AttentionConfig& cfg, const RopeParams& rope_params) {
   const int64_t q_cols = static_cast<int64_t>(cfg.n_heads) * cfg.head_dim;

@@ -121,6 +121,12 @@ struct KvLayerView {
   bool fp8() const { return dtype == DType::kU8; }
 };
 
+// A pre-norm's weight [1, hidden] and epsilon, for the ops that fuse the norm into what reads it.
+struct NormView {
+  TensorView weight;
+  float eps = 0.f;
+};
+
 struct AttentionConfig {
   int n_heads = 0;         // this rank's query heads
   int n_kv_heads = 0;      // this rank's KV heads
@@ -219,6 +225,15 @@ class Ops {
   // out += x W^T, out in dtype() (a projection added into the residual stream). The default is linear
   // into a temporary, then add; a GPU accumulates in the GEMM (one rounding, no extra pass).
   virtual void linear_add(const TensorView& out, const TensorView& x, const TensorView& w);
+  // out = rms_norm(x) W^T (+ bias), the normed rows feeding only this linear. The default runs rms_norm
+  // into a temporary, then linear; a GPU with an FP8 w quantizes the normed rows in the norm's kernel
+  // (the same codes, no bf16 rows written and read back).
+  virtual void rms_norm_linear(const TensorView& out, const TensorView& x, const NormView& norm, const TensorView& w,
+                               const TensorView& bias);
+  // out = silu_mul(gate_up) W^T, or out += it when accumulate (as linear_add); the default runs silu_mul
+  // into a temporary, then linear / linear_add; a GPU with an FP8 w quantizes in silu_mul's kernel.
+  virtual void silu_mul_linear(const TensorView& out, const TensorView& gate_up, const TensorView& w,
+                               bool accumulate);
   // Rotates q [tokens, n_heads * head_dim] and k [tokens, n_kv_heads * head_dim] in place.
   virtual void rope(const TensorView& q, const TensorView& k, int n_heads, int n_kv_heads, const RopeParams& p) = 0;
   // Writes k, v into the cache, then out = attention of q over each sequence's cached positions.

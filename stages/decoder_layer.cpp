@@ -20,11 +20,8 @@ DecoderLayer::DecoderLayer(const ModelTraits& traits, int layer, WeightBank& w, 
       mlp_(traits, layer, w, tp) {}
 
 void DecoderLayer::forward(Ops& ops, const TensorView& residual, const KvLayerView& cache) const {
-  Tensor h = ops.empty(residual.rows, residual.cols);
-  ops.rms_norm(h.view(), residual, attn_norm_.view(), eps_);
-  attention_.forward(ops, h.view(), cache, residual);
-  ops.rms_norm(h.view(), residual, mlp_norm_.view(), eps_);
-  mlp_.forward(ops, h.view(), residual);
+  attention_.forward(ops, NormView{attn_norm_.view(), eps_}, cache, residual);
+  mlp_.forward(ops, NormView{mlp_norm_.view(), eps_}, residual);
 }
 
 }  // namespace conveyor

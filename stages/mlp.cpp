@@ -15,11 +15,9 @@ Mlp::Mlp(const ModelTraits& traits, int layer, WeightBank& w, Communicator* tp) 
   down_ = RowParallelLinear(w.take_linear({p + "down_proj"}), tp);
 }
 
-void Mlp::forward(Ops& ops, const TensorView& x, const TensorView& residual) const {
-  Tensor gate_up = gate_up_.forward(ops, x);
-  Tensor act = ops.empty(x.rows, gate_up.cols() / 2);
-  ops.silu_mul(act.view(), gate_up.view());
-  down_.forward_add(ops, act.view(), residual);
+void Mlp::forward(Ops& ops, const NormView& norm, const TensorView& residual) const {
+  Tensor gate_up = gate_up_.forward_normed(ops, residual, norm);
+  down_.forward_add_silu(ops, gate_up.view(), residual);
 }
 
 void Mlp::warm_up(Ops& ops, int64_t rows) const {

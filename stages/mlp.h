@@ -13,8 +13,9 @@ namespace conveyor {
 class Mlp {
  public:
   Mlp(const ModelTraits& traits, int layer, WeightBank& weights, Communicator* tp);
-  // x: normed hidden states [tokens, hidden]; residual [tokens, hidden] += the MLP's output.
-  void forward(Ops& ops, const TensorView& x, const TensorView& residual) const;
+  // residual [tokens, hidden] += the MLP's output for rms_norm(residual) (the norm rides gate_up, the
+  // activation the down projection: Ops::rms_norm_linear, Ops::silu_mul_linear).
+  void forward(Ops& ops, const NormView& norm, const TensorView& residual) const;
   void warm_up(Ops& ops, int64_t rows) const;  // the projections' GEMMs (StageModel::warm_up_gemms)
 
  private:

@@ -30,6 +30,12 @@ Tensor ColumnParallelLinear::forward(Ops& ops, const TensorView& x) const {
   return y;
 }
 
+Tensor ColumnParallelLinear::forward_normed(Ops& ops, const TensorView& x, const NormView& norm) const {
+  Tensor y = ops.empty(x.rows, weight_.rows());
+  ops.rms_norm_linear(y.view(), x, norm, weight_.view(), bias_.view());
+  return y;
+}
+
 void ColumnParallelLinear::warm_up(Ops& ops, int64_t rows) const {
   Tensor x = ops.empty(rows, weight_.cols());
   Tensor y = ops.empty(rows, weight_.rows());
@@ -51,6 +57,17 @@ void RowParallelLinear::forward_add(Ops& ops, const TensorView& x, const TensorV
     return;
   }
   Tensor y = forward(ops, x);
+  ops.add(residual, residual, y.view());
+}
+
+void RowParallelLinear::forward_add_silu(Ops& ops, const TensorView& gate_up, const TensorView& residual) const {
+  if (!distributed(tp_)) {
+    ops.silu_mul_linear(residual, gate_up, weight_.view(), true);
+    return;
+  }
+  Tensor y = ops.empty(gate_up.rows, weight_.rows());
+  ops.silu_mul_linear(y.view(), gate_up, weight_.view(), false);
+  all_reduce_sum(tp_, ops, y.view());
   ops.add(residual, residual, y.view());
 }
 

@@ -20,6 +20,8 @@ class ColumnParallelLinear {
   int64_t out_features() const { return weight_.rows(); }  // this rank's
   int64_t in_features() const { return weight_.cols(); }
   Tensor forward(Ops& ops, const TensorView& x) const;  // [tokens, out_local]
+  // forward(rms_norm(x)), the norm fused into the linear where the backend can (Ops::rms_norm_linear).
+  Tensor forward_normed(Ops& ops, const TensorView& x, const NormView& norm) const;
   // forward's GEMM at `rows` rows on scratch activations (StageModel::warm_up_gemms).
   void warm_up(Ops& ops, int64_t rows) const;
 
@@ -38,6 +40,9 @@ class RowParallelLinear {
   // residual [tokens, out] += y. Without TP the GEMM accumulates into the residual (Ops::linear_add);
   // with TP the partial products are all-reduced first, then added.
   void forward_add(Ops& ops, const TensorView& x, const TensorView& residual) const;
+  // forward_add(silu_mul(gate_up)), the activation fused into the linear where the backend can
+  // (Ops::silu_mul_linear); gate_up [tokens, 2 * in_local].
+  void forward_add_silu(Ops& ops, const TensorView& gate_up, const TensorView& residual) const;
   // forward_add's GEMM at `rows` rows on scratch activations, without the all-reduce.
   void warm_up(Ops& ops, int64_t rows) const;
 

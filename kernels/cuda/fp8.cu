@@ -8,9 +8,11 @@
 #include <cuda_fp8.h>
 
 #include <cfloat>
+#include <initializer_list>
 
 #include "kernels/cuda/dense_vec.cuh"
 #include "kernels/cuda/pdl.cuh"
+#include "kernels/cuda/row_ops.cuh"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/error.h"
 
@@ -29,11 +31,12 @@ __device__ __forceinline__ uint8_t encode(float x, float s) {
 }
 
 // The row's scale, for every thread of the block: static_scale when > 0, else the block's amax (each
-// thread's `amax` reduced through `partial`, one float per warp) over 448, a zero scale replaced by
-// fp32 epsilon. Thread 0 also stores it in scales[blockIdx.x].
+// thread's `amax` reduced through `partial`, one float per warp of the block, at most kWarps) over 448, a
+// zero scale replaced by fp32 epsilon. Thread 0 also stores it in scales[blockIdx.x].
 template <int kWarps>
 __device__ __forceinline__ float block_row_scale(float amax, float static_scale, float* scales) {
   __shared__ float partial[kWarps];
+  const int warps = static_cast<int>(blockDim.x / 32);
   __shared__ float row_scale;
   if (static_scale > 0.0f) {
     if (threadIdx.x == 0) row_scale = static_scale;
@@ -43,7 +46,7 @@ __device__ __forceinline__ float block_row_scale(float amax, float static_scale,
     __syncthreads();
     if (threadIdx.x == 0) {
       float m = 0.0f;
-      for (int w = 0; w < kWarps; ++w) m = fmaxf(m, partial[w]);
+      for (int w = 0; w < warps; ++w) m = fmaxf(m, partial[w]);
       const float s = __fdiv_rn(m, 448.0f);
       row_scale = s == 0.0f ? FLT_EPSILON : s;
     }
@@ -164,6 +167,97 @@ bool vec_takes(const uint8_t* q, const void* x, int64_t cols) {
          reinterpret_cast<uintptr_t>(q) % 8 == 0;
 }
 
+// A row produced in the block's registers, then quantized: rms_norm(x) * w (kernels/cuda/rms_norm.h) or
+// silu(gate) * up (silu_mul.h), each thread holding its packs as row_ops.cuh spreads them, then the same
+// amax, scale and encoding as the kernels above, so the codes are those of the op followed by
+// quantize_rows_fp8_cuda. One block per row; 8 codes per pack, one 8-byte store.
+template <typename T, int kPacks>
+__device__ __forceinline__ void quantize_held_row(const cuda_detail::Pack<T> (&row)[kPacks], int packs, uint8_t* q,
+                                                  float* scales, float static_scale) {
+  constexpr int kN = cuda_detail::Pack<T>::kSize;
+  static_assert(kN == 8, "16-bit elements: 8 per pack, one 8-byte store of codes");
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPacks; ++i)
+    if (static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x) < packs)
+#pragma unroll
+      for (int e = 0; e < kN; ++e) amax = fmaxf(amax, fabsf(cuda_detail::to_f32(row[i].v[e])));
+  const float s = block_row_scale<cuda_detail::kRowMaxThreads / 32>(amax, static_scale, scales);
+  uint8_t* q_row = q + static_cast<int64_t>(blockIdx.x) * packs * kN;
+#pragma unroll
+  for (int i = 0; i < kPacks; ++i) {
+    const int p = threadIdx.x + i * blockDim.x;
+    if (p >= packs) continue;
+    uint32_t word[2] = {0u, 0u};
+#pragma unroll
+    for (int e = 0; e < kN; ++e)
+      word[e / 4] |= static_cast<uint32_t>(encode(cuda_detail::to_f32(row[i].v[e]), s)) << (8 * (e % 4));
+    *reinterpret_cast<uint2*>(q_row + static_cast<int64_t>(p) * kN) = make_uint2(word[0], word[1]);
+  }
+}
+
+template <typename T, int kPacks>
+__global__ void __launch_bounds__(cuda_detail::kRowMaxThreads)
+    rms_norm_quantize_kernel(uint8_t* q, float* scales, const T* x, const T* w, int64_t cols, float eps,
+                             float static_scale) {
+  cuda_detail::pdl_launch_dependents();
+  cuda_detail::pdl_wait();
+  __shared__ float scratch[32];
+  const int packs = static_cast<int>(cols / cuda_detail::Pack<T>::kSize);
+  cuda_detail::Pack<T> row[kPacks];
+  cuda_detail::rms_norm_row<T, kPacks>(row, x + static_cast<int64_t>(blockIdx.x) * cols, w, packs, cols, eps, scratch);
+  quantize_held_row<T, kPacks>(row, packs, q, scales, static_scale);
+}
+
+template <typename T, int kPacks>
+__global__ void __launch_bounds__(cuda_detail::kRowMaxThreads)
+    silu_mul_quantize_kernel(uint8_t* q, float* scales, const T* gate_up, int64_t inter, float static_scale) {
+  cuda_detail::pdl_launch_dependents();
+  cuda_detail::pdl_wait();
+  using P = cuda_detail::Pack<T>;
+  const int packs = static_cast<int>(inter / P::kSize);
+  const T* g = gate_up + static_cast<int64_t>(blockIdx.x) * 2 * inter;
+  P row[kPacks];
+#pragma unroll
+  for (int i = 0; i < kPacks; ++i) {
+    const int p = threadIdx.x + i * blockDim.x;
+    if (p >= packs) continue;
+    const P gp = cuda_detail::load_pack(g + static_cast<int64_t>(p) * P::kSize);
+    const P up = cuda_detail::load_pack(g + inter + static_cast<int64_t>(p) * P::kSize);
+#pragma unroll
+    for (int e = 0; e < P::kSize; ++e) row[i].v[e] = cuda_detail::silu_mul_one(gp.v[e], up.v[e]);
+  }
+  quantize_held_row<T, kPacks>(row, packs, q, scales, static_scale);
+}
+
+// Launches `kernel<kPacks>` over `rows` rows of `cols` 16-bit elements with row_ops.cuh's configuration
+// (the one rms_norm.cu uses, so the norm's sums agree), or returns false, launching nothing, where the row
+// is not whole packs, too long to hold, or a pointer is misaligned.
+template <typename T, template <typename, int> class Kernel, typename... Args>
+bool launch_held_row(int64_t rows, int64_t cols, const uint8_t* q, std::initializer_list<const void*> in,
+                     cudaStream_t stream, Args... args) {
+  constexpr int kN = cuda_detail::Pack<T>::kSize;
+  if (cols % kN != 0 || !cuda_detail::row_pack_fits(cols / kN) || reinterpret_cast<uintptr_t>(q) % 8 != 0) return false;
+  for (const void* p : in)
+    if (!cuda_detail::is_aligned16(p)) return false;
+  if (rows == 0) return true;
+  const auto [k, threads] = cuda_detail::row_pack_config(cols / kN);
+  auto* kernel = k == 1 ? Kernel<T, 1>::get() : k == 2 ? Kernel<T, 2>::get() : k == 4 ? Kernel<T, 4>::get()
+                                                                                     : Kernel<T, 8>::get();
+  cuda_detail::launch_maybe_pdl(kernel, dim3(static_cast<unsigned>(rows)), dim3(threads), 0, stream, args...);
+  CONVEYOR_CUDA_CHECK(cudaGetLastError());
+  return true;
+}
+
+template <typename T, int kPacks>
+struct RmsNormQuantize {
+  static auto get() { return rms_norm_quantize_kernel<T, kPacks>; }
+};
+template <typename T, int kPacks>
+struct SiluMulQuantize {
+  static auto get() { return silu_mul_quantize_kernel<T, kPacks>; }
+};
+
 __global__ void epilogue_kernel(void* y, DType out, const float* acc, const float* a_scale, const float* b_scale,
                                 const void* bias, DType bias_dt, int64_t m, int64_t n, bool accumulate) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -192,6 +286,32 @@ void quantize_rows_fp8_cuda(uint8_t* q, float* scales, const void* x, DType dt, 
     quantize_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(q, scales, x, dt, cols, static_scale);
   }
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+
+bool rms_norm_quantize_fp8_cuda(uint8_t* q, float* scales, const void* x, const void* w, DType dt, int64_t rows,
+                                int64_t cols, float eps, float static_scale, cudaStream_t stream) {
+  if (dt == DType::kBF16)
+    return launch_held_row<__nv_bfloat16, RmsNormQuantize>(rows, cols, q, {x, w}, stream, q, scales,
+                                                           static_cast<const __nv_bfloat16*>(x),
+                                                           static_cast<const __nv_bfloat16*>(w), cols, eps, static_scale);
+  if (dt == DType::kF16)
+    return launch_held_row<__half, RmsNormQuantize>(rows, cols, q, {x, w}, stream, q, scales,
+                                                    static_cast<const __half*>(x), static_cast<const __half*>(w), cols,
+                                                    eps, static_scale);
+  return false;
+}
+
+bool silu_mul_quantize_fp8_cuda(uint8_t* q, float* scales, const void* gate_up, DType dt, int64_t rows, int64_t inter,
+                                float static_scale, cudaStream_t stream) {
+  // The up half starts inter elements into each row: whole packs keep it 16-byte aligned.
+  if (dt == DType::kBF16)
+    return launch_held_row<__nv_bfloat16, SiluMulQuantize>(rows, inter, q, {gate_up}, stream, q, scales,
+                                                           static_cast<const __nv_bfloat16*>(gate_up), inter,
+                                                           static_scale);
+  if (dt == DType::kF16)
+    return launch_held_row<__half, SiluMulQuantize>(rows, inter, q, {gate_up}, stream, q, scales,
+                                                    static_cast<const __half*>(gate_up), inter, static_scale);
+  return false;
 }
 
 void fp8_scale_epilogue_cuda(void* y, DType out, const float* acc, const float* a_scale, const float* b_scale,

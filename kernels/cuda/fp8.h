@@ -26,6 +26,22 @@ void quantize_rows_fp8_cuda(uint8_t* q,            // [rows, cols]
                             const void* x,         // [rows, cols]
                             DType dt, int64_t rows, int64_t cols, float static_scale, cudaStream_t stream);
 
+// quantize_rows_fp8_cuda of rms_norm_cuda(x, w, eps) (rms_norm.h) and of silu_mul_cuda(gate_up)
+// (silu_mul.h), without writing the rows between: the same codes and scales in one kernel. dt: kBF16 or
+// kF16. Return false, having launched nothing, where the fused kernel does not take the rows (f32, a row
+// that is not whole 16-byte packs or longer than 32,768 elements, a pointer not 16-byte aligned, q not
+// 8-byte aligned): the caller then runs the two kernels.
+bool rms_norm_quantize_fp8_cuda(uint8_t* q,         // [rows, cols]
+                                float* scales,      // [rows]
+                                const void* x,      // [rows, cols]
+                                const void* w,      // [cols], the norm's weight
+                                DType dt, int64_t rows, int64_t cols, float eps, float static_scale,
+                                cudaStream_t stream);
+bool silu_mul_quantize_fp8_cuda(uint8_t* q,            // [rows, inter]
+                                float* scales,         // [rows]
+                                const void* gate_up,   // [rows, 2 * inter], gate | up
+                                DType dt, int64_t rows, int64_t inter, float static_scale, cudaStream_t stream);
+
 // y[i, j] = acc[i, j] * a_scale[i] * b_scale[j] + bias[j] (+ y[i, j] when accumulate), y in `out`
 // (bias, when given, in `out` too, or kF32).
 void fp8_scale_epilogue_cuda(void* y, DType out, const float* acc, const float* a_scale, const float* b_scale,

@@ -5,21 +5,20 @@
 
 #include "kernels/cuda/dense_vec.cuh"
 #include "kernels/cuda/pdl.cuh"
+#include "kernels/cuda/row_ops.cuh"
 #include "runtime/core/cuda_check.h"
 
 namespace conveyor {
 namespace {
 
 using cuda_detail::block_sum;
-using cuda_detail::load_pack;
 using cuda_detail::Pack;
 using cuda_detail::round_to;
 using cuda_detail::store_pack;
 using cuda_detail::to_f32;
 using cuda_detail::from_f32;
 
-constexpr int kMaxThreads = 512;
-constexpr int kMaxPacksPerThread = 8;
+constexpr int kMaxThreads = cuda_detail::kRowMaxThreads;
 
 // Each thread owns packs threadIdx.x + i * blockDim.x, so reading x and writing out at the same
 // index (out aliasing x) is safe.
@@ -33,32 +32,11 @@ __global__ void __launch_bounds__(kMaxThreads)
   const int packs = static_cast<int>(cols / kN);
   const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
   Pack<T> row[kPacks];
-  float sum_sq = 0.f;
+  cuda_detail::rms_norm_row<T, kPacks>(row, x + base, w, packs, cols, eps, scratch);
 #pragma unroll
   for (int i = 0; i < kPacks; ++i) {
     const int p = threadIdx.x + i * blockDim.x;
-    if (p < packs) {
-      row[i] = load_pack(x + base + static_cast<int64_t>(p) * kN);
-#pragma unroll
-      for (int j = 0; j < kN; ++j) {
-        const float v = to_f32(row[i].v[j]);
-        sum_sq += v * v;
-      }
-    }
-  }
-  const float inv_rms = rsqrtf(block_sum(sum_sq, scratch) / static_cast<float>(cols) + eps);
-#pragma unroll
-  for (int i = 0; i < kPacks; ++i) {
-    const int p = threadIdx.x + i * blockDim.x;
-    if (p < packs) {
-      const Pack<T> wp = load_pack(w + static_cast<int64_t>(p) * kN);
-      Pack<T> o;
-#pragma unroll
-      for (int j = 0; j < kN; ++j) {
-        o.v[j] = from_f32<T>(round_to<T>(to_f32(row[i].v[j]) * inv_rms) * to_f32(wp.v[j]));
-      }
-      store_pack(out + base + static_cast<int64_t>(p) * kN, o);
-    }
+    if (p < packs) store_pack(out + base + static_cast<int64_t>(p) * kN, row[i]);
   }
 }
 
@@ -88,7 +66,7 @@ template <typename T>
 void launch(T* out, const T* x, const T* w, int64_t rows, int64_t cols, float eps,
             cudaStream_t s) {
   constexpr int kN = Pack<T>::kSize;
-  const bool packed = cols % kN == 0 && cols / kN <= int64_t{kMaxThreads} * kMaxPacksPerThread &&
+  const bool packed = cols % kN == 0 && cuda_detail::row_pack_fits(cols / kN) &&
                       cuda_detail::is_aligned16(out) && cuda_detail::is_aligned16(x) &&
                       cuda_detail::is_aligned16(w);
   const dim3 grid(static_cast<unsigned>(rows));
@@ -98,11 +76,7 @@ void launch(T* out, const T* x, const T* w, int64_t rows, int64_t cols, float ep
     CONVEYOR_CUDA_CHECK(cudaGetLastError());
     return;
   }
-  // Aim at 256 threads per row (several rows resident per SM); longer rows get more packs per thread.
-  const int64_t packs = cols / kN;
-  const int64_t per = (packs + 255) / 256;
-  const int k = per <= 1 ? 1 : per <= 2 ? 2 : per <= 4 ? 4 : 8;
-  const int threads = round_up_warp((packs + k - 1) / k);  // <= kMaxThreads by the check above
+  const auto [k, threads] = cuda_detail::row_pack_config(cols / kN);  // as fp8.cu's fused quantizer
   auto* kernel = k == 1   ? rms_norm_pack_kernel<T, 1>
                  : k == 2 ? rms_norm_pack_kernel<T, 2>
                  : k == 4 ? rms_norm_pack_kernel<T, 4>

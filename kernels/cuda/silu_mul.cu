@@ -5,26 +5,18 @@
 
 #include "kernels/cuda/dense_vec.cuh"
 #include "kernels/cuda/pdl.cuh"
+#include "kernels/cuda/row_ops.cuh"
 #include "runtime/core/cuda_check.h"
 
 namespace conveyor {
 namespace {
 
-using cuda_detail::from_f32;
 using cuda_detail::load_pack;
 using cuda_detail::Pack;
-using cuda_detail::round_to;
+using cuda_detail::silu_mul_one;
 using cuda_detail::store_pack;
-using cuda_detail::to_f32;
 
 constexpr int kThreads = 256;
-
-template <typename T>
-__device__ __forceinline__ T silu_mul_one(T g, T u) {
-  const float gf = to_f32(g);
-  const float act = round_to<T>(gf / (1.f + expf(-gf)));
-  return from_f32<T>(act * to_f32(u));
-}
 
 // `width` items per row (packs or elements), col_blocks = ceil(width / kThreads) blocks per row.
 template <typename T, bool kPacked>

@@ -36,17 +36,25 @@ Tensor upload_fp8_weight(Fp8HostWeight&& w, cudaStream_t stream) {
 
 void fp8_linear_cuda(Ops& ops, Fp8GemmRunner& gemm, const TensorView& out, const TensorView& x, const TensorView& w,
                      const TensorView& bias, bool accumulate, cudaStream_t stream) {
-  CONVEYOR_CHECK(w.fp8() && w.dtype == DType::kU8 && x.cols == w.cols && out.rows == x.rows && out.cols == w.rows,
-                 "cuda fp8 linear: x [", x.rows, ", ", x.cols, "], w [", w.rows, ", ", w.cols, "] (",
-                 dtype_name(w.dtype), "), out [", out.rows, ", ", out.cols, "] do not fit");
-  if (x.rows == 0) return;
-  Tensor codes = ops.empty(x.rows, x.cols, DType::kU8);
-  Tensor x_scale = ops.empty(x.rows, 1, DType::kF32);
+  auto quantize = [&](uint8_t* codes, float* scales) {
+    quantize_rows_fp8_cuda(codes, scales, x.data, x.dtype, x.rows, x.cols, w.input_scale, stream);
+  };
+  fp8_linear_quantized_cuda(ops, gemm, out, x.rows, x.cols, quantize, w, bias, accumulate, stream);
+}
+
+void fp8_linear_quantized_cuda(Ops& ops, Fp8GemmRunner& gemm, const TensorView& out, int64_t m, int64_t k,
+                               const Fp8Quantizer& quantize, const TensorView& w, const TensorView& bias,
+                               bool accumulate, cudaStream_t stream) {
+  CONVEYOR_CHECK(w.fp8() && w.dtype == DType::kU8 && k == w.cols && out.rows == m && out.cols == w.rows,
+                 "cuda fp8 linear: x [", m, ", ", k, "], w [", w.rows, ", ", w.cols, "] (", dtype_name(w.dtype),
+                 "), out [", out.rows, ", ", out.cols, "] do not fit");
+  if (m == 0) return;
+  Tensor codes = ops.empty(m, k, DType::kU8);
+  Tensor x_scale = ops.empty(m, 1, DType::kF32);
   const auto* q = static_cast<const uint8_t*>(codes.view().data);
   const auto* wq = static_cast<const uint8_t*>(w.data);
-  const int64_t m = x.rows, n = w.rows, k = x.cols;
-  quantize_rows_fp8_cuda(static_cast<uint8_t*>(codes.view().data), x_scale.view().f32(), x.data, x.dtype, m, k,
-                         w.input_scale, stream);
+  const int64_t n = w.rows;
+  quantize(static_cast<uint8_t*>(codes.view().data), x_scale.view().f32());
   // The two implementations, each writing y (+)= the linear.
   auto via_gemv = [&](void* y, bool acc) {
     fp8_gemv_cuda(y, out.dtype, q, x_scale.view().f32(), wq, w.scales, bias.data, bias.dtype, m, n, k, acc, stream);

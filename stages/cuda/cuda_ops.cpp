@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <vector>
@@ -61,6 +62,16 @@ void to_half_bits(const std::vector<float>& src, DType dt, std::vector<uint16_t>
   for (int64_t i = 0; i < n; ++i)
     out[static_cast<size_t>(i)] = dt == DType::kBF16 ? float_to_bf16(src[static_cast<size_t>(i)])
                                                      : float_to_f16(src[static_cast<size_t>(i)]);
+}
+
+// CONVEYOR_FUSED_FP8_INPUT=0: an FP8 linear after a norm or the SwiGLU quantizes its input in a kernel of
+// its own, as before the fused quantizers (fp8.h), for A/B timings. Read once.
+bool fused_fp8_input() {
+  static const bool on = [] {
+    const char* v = std::getenv("CONVEYOR_FUSED_FP8_INPUT");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
 }
 
 class CudaOps final : public Ops {
@@ -228,6 +239,41 @@ class CudaOps final : public Ops {
     check_shape(out, x.rows, w.rows, dt_, "linear_add", "out");
     if (x.rows == 0) return;
     gemm_->run(out.data, dt_, x.data, w.data, dt_, nullptr, x.rows, w.rows, x.cols, stream_, /*accumulate=*/true);
+  }
+
+  // With an FP8 w the norm's kernel writes the linear's codes (fp8.h); otherwise the two ops.
+  void rms_norm_linear(const TensorView& out, const TensorView& x, const NormView& norm, const TensorView& w,
+                       const TensorView& bias) override {
+    if (!w.fp8() || !fused_fp8_input()) return Ops::rms_norm_linear(out, x, norm, w, bias);
+    check_shape(x, x.rows, x.cols, dt_, "rms_norm_linear", "x");
+    check_shape(norm.weight, 1, x.cols, dt_, "rms_norm_linear", "norm weight");
+    auto quantize = [&](uint8_t* codes, float* scales) {
+      if (rms_norm_quantize_fp8_cuda(codes, scales, x.data, norm.weight.data, dt_, x.rows, x.cols, norm.eps,
+                                     w.input_scale, stream_))
+        return;
+      Tensor h = empty(x.rows, x.cols);
+      rms_norm(h.view(), x, norm.weight, norm.eps);
+      quantize_rows_fp8_cuda(codes, scales, h.view().data, dt_, x.rows, x.cols, w.input_scale, stream_);
+    };
+    fp8_linear_quantized_cuda(*this, *fp8_gemm_, out, x.rows, x.cols, quantize, w, bias, false, stream_);
+  }
+
+  // With an FP8 w silu_mul's kernel writes the linear's codes; otherwise the two ops.
+  void silu_mul_linear(const TensorView& out, const TensorView& gate_up, const TensorView& w,
+                       bool accumulate) override {
+    if (!w.fp8() || !fused_fp8_input()) return Ops::silu_mul_linear(out, gate_up, w, accumulate);
+    CONVEYOR_CHECK(gate_up.cols % 2 == 0, "cuda silu_mul_linear: gate_up has an odd width ", gate_up.cols);
+    check_shape(gate_up, gate_up.rows, gate_up.cols, dt_, "silu_mul_linear", "gate_up");
+    const int64_t inter = gate_up.cols / 2;
+    auto quantize = [&](uint8_t* codes, float* scales) {
+      if (silu_mul_quantize_fp8_cuda(codes, scales, gate_up.data, dt_, gate_up.rows, inter, w.input_scale, stream_))
+        return;
+      Tensor act = empty(gate_up.rows, inter);
+      silu_mul(act.view(), gate_up);
+      quantize_rows_fp8_cuda(codes, scales, act.view().data, dt_, gate_up.rows, inter, w.input_scale, stream_);
+    };
+    fp8_linear_quantized_cuda(*this, *fp8_gemm_, out, gate_up.rows, inter, quantize, w, TensorView{}, accumulate,
+                              stream_);
   }
 
   void rope(const TensorView& q, const TensorView& k, int n_heads, int n_kv_heads, const RopeParams& p) override;

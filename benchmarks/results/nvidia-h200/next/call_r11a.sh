@@ -5,10 +5,16 @@
 # FP8 1,000 prompts 1024/1024 with the start-up table (>= 150 sequences of 2,048) and its start time, against the
 # simulator's 2,382 tok/s from round 10's H200 doctor (configs/clusters/h200-1-r10.yaml with precision: fp8): at
 # that rate the run takes ~430 s, so nothing else fits this call. call_r11b.sh runs the GPU tests that load
-# weights through CudaOps::adopt / adopt_fp8 (the reuse is in both) on the warm machine.
+# weights through CudaOps::adopt / adopt_fp8 (the reuse is in both) on the warm machine. Round 11 adds the fused
+# FP8 input quantizers (rms_norm / silu_mul writing the linears' codes), their test first.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
-call_begin r11a conveyor || exit 1
+call_begin r11a conveyor kernels_fp8_fused_input_gpu_test || exit 1
+# The fused FP8 input quantizers (round 11, not yet GPU-run) against the two kernels they replace: if they
+# fail, the 70B runs without them (CONVEYOR_FUSED_FP8_INPUT=0, the round 10 path).
+CONVEYOR_REQUIRE_GPU=1 timeout 60 build/tests/kernels_fp8_fused_input_gpu_test > $r/fused_test.log 2>&1
+rc=$?; save "fused input test rc=$rc $(grep -E '^\[  (PASSED|FAILED) ' $r/fused_test.log | tr '\n' ' ')"
+[ $rc = 0 ] || { export CONVEYOR_FUSED_FP8_INPUT=0; grep -m3 -B2 -A6 'Failure' $r/fused_test.log; }
 m70=(--load-format dummy --set model.config=configs/models/llama-3-70b.yaml --dtype bfloat16 --quantization fp8
   --kv-cache-dtype fp8)
 timeout $(($(left) - 12)) build/conveyor bench throughput "${m70[@]}" --input-len 1024 --output-len 1024 \
