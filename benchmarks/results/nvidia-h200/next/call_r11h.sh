@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Round 11 on an H100 (no H200 came; carry .gpu-deps; ~480 s): the fused FP8 input quantizers (rms_norm /
+# silu_mul writing the FP8 linears' codes, round 11, not yet GPU-run). (1) their test against the two-kernel
+# path, the norm and SwiGLU kernels' own tests (refactored onto row_ops.cuh), the FP8 and golden stage tests
+# (which also load weights through WeightBank's reused buffers, round 10); (2) FP8 batch 1 128/128 with the
+# fusion and without (CONVEYOR_FUSED_FP8_INPUT=0) in one process order; (3) the FP8 1,000 prompts 1024/1024 at the
+# auto batch and at max_num_seqs 512, beside round 10's 12,283.6 on an H100 (auto, no fusion).
+set -uo pipefail
+source benchmarks/results/nvidia-h200/final/env.sh
+tests=(kernels_fp8_fused_input_gpu_test kernels_rms_norm_gpu_test kernels_silu_mul_gpu_test kernels_fp8_gpu_test
+  stages_cuda_fp8_gpu_test stages_cuda_golden_gpu_test)
+call_begin r11h conveyor "${tests[@]}" || exit 1
+for t in "${tests[@]}"; do
+  CONVEYOR_REQUIRE_GPU=1 timeout 120 build/tests/$t > $r/$t.log 2>&1
+  save "$t rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $r/$t.log | head -2 | tr '\n' ' ')"
+done
+m=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16 --quantization fp8
+  --kv-cache-dtype fp8)
+for f in 1 0 1 0; do
+  CONVEYOR_FUSED_FP8_INPUT=$f timeout 100 build/conveyor bench latency "${m[@]}" --input-len 128 --output-len 128 \
+    --batch-size 1 --num-iters-warmup 3 --num-iters 10 --output-json $r/latency_b1.fp8.fused$f.$RANDOM.json \
+    > $r/b1_fp8_fused$f.$RANDOM.txt 2>&1
+  save "b1 fp8 fused=$f rc=$? $(grep -ihE 'Avg latency' $r/b1_fp8_fused$f.*.txt | tr '\n' ' ')"
+done
+for n in auto 512; do
+  [ "$(left)" -lt 110 ] && { save "no time left for max_num_seqs $n"; continue; }
+  s=(); [ $n = auto ] || s=(--max-num-seqs $n)
+  timeout $(($(left) - 10)) build/conveyor bench throughput "${m[@]}" "${s[@]}" --input-len 1024 --output-len 1024 \
+    --num-prompts 1000 --output-json $r/throughput.fp8.seqs_$n.json > $r/t1000_fp8_seqs_$n.txt 2>&1
+  save "fp8 1000 prompts max_num_seqs $n rc=$? $(grep -iE 'Throughput|TTFT|preempt' $r/t1000_fp8_seqs_$n.txt | tr '\n' ' ' | cut -c1-300)"
+done
