@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Round 11 on an H100 (no H200 came; carry .gpu-deps; ~480 s): the fused FP8 input quantizers (rms_norm /
+# Round 11 on an H100, or warm on the H200 after call_r11a.sh (carry .gpu-deps; ~480 s; on an H200 also
+# attention_bench): the fused FP8 input quantizers (rms_norm /
 # silu_mul writing the FP8 linears' codes, round 11, not yet GPU-run). (1) their test against the two-kernel
 # path, the norm and SwiGLU kernels' own tests (refactored onto row_ops.cuh), the FP8 and golden stage tests
 # (which also load weights through WeightBank's reused buffers, round 10); (2) FP8 batch 1 128/128 with the
@@ -9,7 +10,11 @@ set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
 tests=(kernels_fp8_fused_input_gpu_test kernels_rms_norm_gpu_test kernels_silu_mul_gpu_test kernels_fp8_gpu_test
   stages_cuda_fp8_gpu_test stages_cuda_golden_gpu_test)
-call_begin r11h conveyor "${tests[@]}" || exit 1
+call_begin r11h conveyor attention_bench "${tests[@]}" || exit 1
+if grep -q H200 $r/gpu.txt; then  # issue 16: attention_bench's ws kernel on an H200 (doctor read 397.4 at 8k, round 10)
+  timeout 100 build/benchmarks/attention_bench --json $r/attention.json > $r/attention.txt 2>&1
+  save "attention_bench rc=$? $(grep -iE 'prefill' $r/attention.txt | head -6 | tr '\n' ' ' | cut -c1-400)"
+fi
 for t in "${tests[@]}"; do
   CONVEYOR_REQUIRE_GPU=1 timeout 120 build/tests/$t > $r/$t.log 2>&1
   save "$t rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $r/$t.log | head -2 | tr '\n' ' ')"
