@@ -212,8 +212,8 @@ __device__ __forceinline__ void decode_merge(const DecodeState<G, E>& st, const 
 // cache element, T for a 16-bit cache, Fp8Kv for an FP8 one.
 template <typename T, typename KV, int D, int G, int E>
 __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedAttentionArgs a) {
-  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
-  cuda_detail::pdl_wait();               // ... and this one reads the one before
+  cuda_detail::pdl_wait();               // pdl.cuh: this kernel reads the one before ...
+  cuda_detail::pdl_launch_dependents();  // ... and the next may be placed now
   constexpr int kLanesPerRow = D / E;
   constexpr int kGroups = kWarps * (32 / kLanesPerRow);
   const int t = blockIdx.x, hc = blockIdx.y;
@@ -293,8 +293,8 @@ __global__ void __launch_bounds__(kThreads, G <= 4 ? 4 : 2) decode_kernel(PagedA
 // Merges the splits of one (token, head): weights exp2(m_s - M) * l_s, normalized.
 template <typename T>
 __global__ void decode_reduce_kernel(PagedAttentionArgs a) {
-  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
-  cuda_detail::pdl_wait();               // ... and this one reads the one before
+  cuda_detail::pdl_wait();               // pdl.cuh: this kernel reads the one before ...
+  cuda_detail::pdl_launch_dependents();  // ... and the next may be placed now
   const int t = blockIdx.x, h = blockIdx.y;
   const int splits = cuda_detail::decode_live_splits(a);
   if (splits == 1) return;  // the decode kernel wrote the output itself

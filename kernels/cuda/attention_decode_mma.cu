@@ -215,8 +215,8 @@ __device__ __forceinline__ void merge(const Acc<D>& st, const PagedAttentionArgs
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, D == 128 ? 3 : 4) decode_mma_kernel(PagedAttentionArgs a) {
-  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
-  cuda_detail::pdl_wait();               // ... and this one reads the one before
+  cuda_detail::pdl_wait();               // pdl.cuh: this kernel reads the one before ...
+  cuda_detail::pdl_launch_dependents();  // ... and the next may be placed now
   using S = Slots<D>;
   const int tok = blockIdx.x, kvh = blockIdx.y / a.chunks;
   const int h0 = kvh * a.group + (blockIdx.y % a.chunks) * kHeads;

@@ -200,8 +200,8 @@ template <typename T, int kPacks>
 __global__ void __launch_bounds__(cuda_detail::kRowMaxThreads)
     rms_norm_quantize_kernel(uint8_t* q, float* scales, const T* x, const T* w, int64_t cols, float eps,
                              float static_scale) {
-  cuda_detail::pdl_launch_dependents();
   cuda_detail::pdl_wait();
+  cuda_detail::pdl_launch_dependents();
   __shared__ float scratch[32];
   const int packs = static_cast<int>(cols / cuda_detail::Pack<T>::kSize);
   cuda_detail::Pack<T> row[kPacks];
@@ -212,8 +212,8 @@ __global__ void __launch_bounds__(cuda_detail::kRowMaxThreads)
 template <typename T, int kPacks>
 __global__ void __launch_bounds__(cuda_detail::kRowMaxThreads)
     silu_mul_quantize_kernel(uint8_t* q, float* scales, const T* gate_up, int64_t inter, float static_scale) {
-  cuda_detail::pdl_launch_dependents();
   cuda_detail::pdl_wait();
+  cuda_detail::pdl_launch_dependents();
   using P = cuda_detail::Pack<T>;
   const int packs = static_cast<int>(inter / P::kSize);
   const T* g = gate_up + static_cast<int64_t>(blockIdx.x) * 2 * inter;

@@ -168,6 +168,7 @@ struct WarpTile {
     // L2 ahead of this wait cost 4-16 bytes of spills a thread at 128 registers, so the overlap is the launch
     // and the setup above.
     cuda_detail::pdl_wait();
+    cuda_detail::pdl_launch_dependents();  // pdl.cuh: after the wait, so at most one kernel waits ahead
     if (c < full) {
       load<false>(a, c, packs);
       while (true) {
@@ -193,7 +194,6 @@ template <typename T, bool kHighTokens, int kTiles>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     gemv_kernel(Epilogue ep, const typename Elem<T>::Storage* x, const typename Elem<T>::Storage* w, int m, int n,
                 int packs) {
-  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now
   using Tile = WarpTile<T, kHighTokens, kTiles>;
   constexpr int kCols = kTileRows * kTiles;  // rows of w (columns of y) per block
   __shared__ float4 partial[kMaxWarps][kTiles][32];

@@ -2,12 +2,14 @@
 // attribute may start while the kernel before it on the stream still runs, and waits for that kernel's
 // completion and memory (griddepcontrol.wait) only where it first reads what that kernel wrote. The
 // kernels of a decode layer (the GEMV, rms_norm, rope + KV write, decode attention and its split merge,
-// SiLU-mul) are launched so and wait first (the GEMV after its setup), and each signals its dependents as
-// it starts (pdl_launch_dependents(): the next kernel's CTAs are placed while this one runs), so the gap
-// between two kernels of a CUDA graph (0.9 us measured by doctor) overlaps the kernel before. Both are
-// no-ops without the attribute, on older GPUs and in the host pass. Opt-in: CONVEYOR_PDL=1 (read once per
-// process) on a device of compute capability 9.0 or newer. Round 10 (H100) passed every test with it and
-// measured batch 1 bf16 0.7% slower with it (benchmarks/results/nvidia-h100/2026-12-06-r10).
+// SiLU-mul) are launched so and wait first (the GEMV after its setup), then signal their dependents
+// (pdl_launch_dependents(): the next kernel's CTAs are placed while this one runs), so the gap between two
+// kernels of a CUDA graph (0.9 us measured by doctor) overlaps the kernel before. The signal comes after
+// the wait: signalled first (round 10), a kernel still waiting let the one after it be placed too, so a
+// chain of waiting CTAs could take the SMs' slots from the kernel that runs; round 10 (H100) measured batch
+// 1 bf16 0.7% slower with PDL that way (benchmarks/results/nvidia-h100/2026-12-06-r10). Both are no-ops
+// without the attribute, on older GPUs and in the host pass. Opt-in: CONVEYOR_PDL=1 (read once per
+// process) on a device of compute capability 9.0 or newer.
 #pragma once
 
 #include <cuda_runtime.h>

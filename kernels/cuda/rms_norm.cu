@@ -25,8 +25,8 @@ constexpr int kMaxThreads = cuda_detail::kRowMaxThreads;
 template <typename T, int kPacks>
 __global__ void __launch_bounds__(kMaxThreads)
     rms_norm_pack_kernel(T* out, const T* x, const T* w, int64_t cols, float eps) {
-  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
-  cuda_detail::pdl_wait();               // ... and this one reads the one before
+  cuda_detail::pdl_wait();               // pdl.cuh: this kernel reads the one before ...
+  cuda_detail::pdl_launch_dependents();  // ... and the next may be placed now
   __shared__ float scratch[32];
   constexpr int kN = Pack<T>::kSize;
   const int packs = static_cast<int>(cols / kN);
@@ -45,8 +45,8 @@ __global__ void __launch_bounds__(kMaxThreads)
 template <typename T>
 __global__ void __launch_bounds__(kMaxThreads)
     rms_norm_scalar_kernel(T* out, const T* x, const T* w, int64_t cols, float eps) {
-  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
-  cuda_detail::pdl_wait();               // ... and this one reads the one before
+  cuda_detail::pdl_wait();               // pdl.cuh: this kernel reads the one before ...
+  cuda_detail::pdl_launch_dependents();  // ... and the next may be placed now
   __shared__ float scratch[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
   float sum_sq = 0.f;

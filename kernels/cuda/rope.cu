@@ -71,8 +71,8 @@ __global__ void __launch_bounds__(kThreads)
                              const int32_t* query_start, const int32_t* positions, const int32_t* block_tables,
                              int num_seqs, int max_blocks, int num_blocks, int block_size, int n_heads,
                              int n_kv_heads, int half, int heads_per_cta, float k_scale, float v_scale) {
-  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
-  cuda_detail::pdl_wait();               // ... and this one reads the one before
+  cuda_detail::pdl_wait();               // pdl.cuh: this kernel reads the one before ...
+  cuda_detail::pdl_launch_dependents();  // ... and the next may be placed now
   __shared__ float cos_s[kMaxHalf], sin_s[kMaxHalf];
   __shared__ long long row_s;
   const int t = blockIdx.x;

@@ -23,8 +23,8 @@ template <typename T, bool kPacked>
 __global__ void __launch_bounds__(kThreads)
     silu_mul_kernel(T* __restrict__ out, const T* __restrict__ gate_up, int64_t inter, int64_t width,
                     int64_t col_blocks) {
-  cuda_detail::pdl_launch_dependents();  // pdl.cuh: the next kernel may be placed now ...
-  cuda_detail::pdl_wait();               // ... and this one reads the one before
+  cuda_detail::pdl_wait();               // pdl.cuh: this kernel reads the one before ...
+  cuda_detail::pdl_launch_dependents();  // ... and the next may be placed now
   const int64_t row = blockIdx.x / col_blocks;
   const int64_t item = (blockIdx.x % col_blocks) * kThreads + threadIdx.x;
   if (item >= width) return;

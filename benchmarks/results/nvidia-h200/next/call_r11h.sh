@@ -4,8 +4,8 @@
 # silu_mul writing the FP8 linears' codes, round 11, not yet GPU-run). (1) their test against the two-kernel
 # path, the norm and SwiGLU kernels' own tests (refactored onto row_ops.cuh), the FP8 and golden stage tests
 # (which also load weights through WeightBank's reused buffers, round 10); (2) FP8 batch 1 128/128 with the
-# fusion and without (CONVEYOR_FUSED_FP8_INPUT=0) in one process order; (3) the FP8 1,000 prompts 1024/1024 at the
-# auto batch and at max_num_seqs 512, beside round 10's 12,283.6 on an H100 (auto, no fusion).
+# fusion and without (CONVEYOR_FUSED_FP8_INPUT=0); bf16 batch 1 with PDL signalled after the wait and without;
+# (3) the FP8 1,000 prompts 1024/1024 at the auto batch, beside round 10's 12,283.6 on an H100 (no fusion).
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
 tests=(kernels_fp8_fused_input_gpu_test kernels_rms_norm_gpu_test kernels_silu_mul_gpu_test kernels_fp8_gpu_test
@@ -21,13 +21,20 @@ for t in "${tests[@]}"; do
 done
 m=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16 --quantization fp8
   --kv-cache-dtype fp8)
-for f in 1 0 1 0; do
+for f in 1 0; do
   CONVEYOR_FUSED_FP8_INPUT=$f timeout 100 build/conveyor bench latency "${m[@]}" --input-len 128 --output-len 128 \
-    --batch-size 1 --num-iters-warmup 3 --num-iters 10 --output-json $r/latency_b1.fp8.fused$f.$RANDOM.json \
-    > $r/b1_fp8_fused$f.$RANDOM.txt 2>&1
-  save "b1 fp8 fused=$f rc=$? $(grep -ihE 'Avg latency' $r/b1_fp8_fused$f.*.txt | tr '\n' ' ')"
+    --batch-size 1 --num-iters-warmup 3 --num-iters 10 --output-json $r/latency_b1.fp8.fused$f.json \
+    > $r/b1_fp8_fused$f.txt 2>&1
+  save "b1 fp8 fused=$f rc=$? $(grep -iE 'Avg latency' $r/b1_fp8_fused$f.txt)"
 done
-for n in auto 512; do
+# PDL with the signal after the wait (round 11; round 10 signalled first and measured -0.7% on an H100).
+mb=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16)
+for p in 1 0; do
+  CONVEYOR_PDL=$p timeout 100 build/conveyor bench latency "${mb[@]}" --input-len 128 --output-len 128 --batch-size 1 \
+    --num-iters-warmup 3 --num-iters 10 --output-json $r/latency_b1.bf16.pdl$p.json > $r/b1_bf16_pdl$p.txt 2>&1
+  save "b1 bf16 PDL=$p rc=$? $(grep -iE 'Avg latency' $r/b1_bf16_pdl$p.txt)"
+done
+for n in auto; do
   [ "$(left)" -lt 110 ] && { save "no time left for max_num_seqs $n"; continue; }
   s=(); [ $n = auto ] || s=(--max-num-seqs $n)
   timeout $(($(left) - 10)) build/conveyor bench throughput "${m[@]}" "${s[@]}" --input-len 1024 --output-len 1024 \
