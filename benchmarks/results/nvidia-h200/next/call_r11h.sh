@@ -22,6 +22,7 @@ done
 m=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16 --quantization fp8
   --kv-cache-dtype fp8)
 for f in 1 0; do
+  [ "$(left)" -lt 60 ] && { save "no time left for b1 fp8 fused=$f"; continue; }
   CONVEYOR_FUSED_FP8_INPUT=$f timeout 100 build/conveyor bench latency "${m[@]}" --input-len 128 --output-len 128 \
     --batch-size 1 --num-iters-warmup 3 --num-iters 10 --output-json $r/latency_b1.fp8.fused$f.json \
     > $r/b1_fp8_fused$f.txt 2>&1
@@ -30,6 +31,7 @@ done
 # PDL with the signal after the wait (round 11; round 10 signalled first and measured -0.7% on an H100).
 mb=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16)
 for p in 1 0; do
+  [ "$(left)" -lt 60 ] && { save "no time left for b1 bf16 PDL=$p"; continue; }
   CONVEYOR_PDL=$p timeout 100 build/conveyor bench latency "${mb[@]}" --input-len 128 --output-len 128 --batch-size 1 \
     --num-iters-warmup 3 --num-iters 10 --output-json $r/latency_b1.bf16.pdl$p.json > $r/b1_bf16_pdl$p.txt 2>&1
   save "b1 bf16 PDL=$p rc=$? $(grep -iE 'Avg latency' $r/b1_bf16_pdl$p.txt)"
