@@ -105,6 +105,19 @@ inline std::vector<float> download(const void* src, size_t n, DType dt) {
   return decode(bytes, dt);
 }
 
+// FP8 codes (bytes) to and from the device.
+inline std::vector<uint8_t> download_codes(const TestBuffer& b, size_t n) {
+  std::vector<uint8_t> out(n);
+  CONVEYOR_CUDA_CHECK(cudaMemcpy(out.data(), b.get(), n, cudaMemcpyDeviceToHost));
+  return out;
+}
+
+inline TestBuffer upload_codes(const std::vector<uint8_t>& codes) {
+  TestBuffer b(codes.size());
+  CONVEYOR_CUDA_CHECK(cudaMemcpy(b.get(), codes.data(), codes.size(), cudaMemcpyHostToDevice));
+  return b;
+}
+
 inline TestBuffer upload_ids(const std::vector<int32_t>& ids) {
   TestBuffer buf(ids.size() * sizeof(int32_t));
   CONVEYOR_CUDA_CHECK(cudaMemcpy(buf.get(), ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice));

@@ -19,15 +19,10 @@ namespace conveyor {
 namespace {
 
 using testing::download;
+using testing::download_codes;
 using testing::random_floats;
 using testing::TestBuffer;
 using testing::upload;
-
-std::vector<uint8_t> download_codes(const TestBuffer& b, size_t n) {
-  std::vector<uint8_t> out(n);
-  CONVEYOR_CUDA_CHECK(cudaMemcpy(out.data(), b.get(), n, cudaMemcpyDeviceToHost));
-  return out;
-}
 
 // The fused result (codes, scales) against the two-kernel one, every code and scale equal.
 void expect_same(const TestBuffer& q_fused, const TestBuffer& s_fused, const TestBuffer& q_ref,

@@ -28,22 +28,12 @@ namespace {
 
 using testing::compare_all;
 using testing::download;
+using testing::download_codes;
 using testing::random_floats;
 using testing::round_all;
 using testing::TestBuffer;
 using testing::upload;
-
-std::vector<uint8_t> download_codes(const TestBuffer& b, size_t n) {
-  std::vector<uint8_t> out(n);
-  CONVEYOR_CUDA_CHECK(cudaMemcpy(out.data(), b.get(), n, cudaMemcpyDeviceToHost));
-  return out;
-}
-
-TestBuffer upload_codes(const std::vector<uint8_t>& codes) {
-  TestBuffer b(codes.size());
-  CONVEYOR_CUDA_CHECK(cudaMemcpy(b.get(), codes.data(), codes.size(), cudaMemcpyHostToDevice));
-  return b;
-}
+using testing::upload_codes;
 
 // Dynamic or static quantization of x on the GPU; codes and scales compared bit for bit.
 void check_quantize(const std::vector<float>& x_in, int64_t rows, int64_t cols, DType dt, float static_scale) {
