@@ -15,8 +15,8 @@ if grep -q H200 $r/gpu.txt; then  # issue 16: attention_bench's ws kernel on an 
   timeout 100 build/benchmarks/attention_bench --json $r/attention.json > $r/attention.txt 2>&1
   save "attention_bench rc=$? $(grep -iE 'prefill' $r/attention.txt | head -6 | tr '\n' ' ' | cut -c1-400)"
 fi
-for t in "${tests[@]}"; do
-  CONVEYOR_REQUIRE_GPU=1 timeout 120 build/tests/$t > $r/$t.log 2>&1
+for t in "${tests[@]}"; do  # the stage tests with the fused quantizers on (CONVEYOR_FUSED_FP8_INPUT=1)
+  CONVEYOR_FUSED_FP8_INPUT=1 CONVEYOR_REQUIRE_GPU=1 timeout 120 build/tests/$t > $r/$t.log 2>&1
   save "$t rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $r/$t.log | head -2 | tr '\n' ' ')"
 done
 m=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16 --quantization fp8
@@ -39,7 +39,7 @@ done
 for n in auto; do
   [ "$(left)" -lt 110 ] && { save "no time left for max_num_seqs $n"; continue; }
   s=(); [ $n = auto ] || s=(--max-num-seqs $n)
-  timeout $(($(left) - 10)) build/conveyor bench throughput "${m[@]}" "${s[@]}" --input-len 1024 --output-len 1024 \
+  CONVEYOR_FUSED_FP8_INPUT=1 timeout $(($(left) - 10)) build/conveyor bench throughput "${m[@]}" "${s[@]}" --input-len 1024 --output-len 1024 \
     --num-prompts 1000 --output-json $r/throughput.fp8.seqs_$n.json > $r/t1000_fp8_seqs_$n.txt 2>&1
   save "fp8 1000 prompts max_num_seqs $n rc=$? $(grep -iE 'Throughput|TTFT|preempt' $r/t1000_fp8_seqs_$n.txt | tr '\n' ' ' | cut -c1-300)"
 done
