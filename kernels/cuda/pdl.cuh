@@ -7,9 +7,11 @@
 // kernels of a CUDA graph (0.9 us measured by doctor) overlaps the kernel before. The signal comes after
 // the wait: signalled first (round 10), a kernel still waiting let the one after it be placed too, so a
 // chain of waiting CTAs could take the SMs' slots from the kernel that runs; round 10 (H100) measured batch
-// 1 bf16 0.7% slower with PDL that way (benchmarks/results/nvidia-h100/2026-12-06-r10). Both are no-ops
-// without the attribute, on older GPUs and in the host pass. Opt-in: CONVEYOR_PDL=1 (read once per
-// process) on a device of compute capability 9.0 or newer.
+// 1 bf16 0.7% slower with PDL that way, round 11 (H100, signal after the wait) 1.3% faster: 0.7467 s against
+// 0.7568 s, 8 of 10 iterations with PDL faster than every one without
+// (benchmarks/results/nvidia-h100/2026-12-06-r11). Both are no-ops without the attribute, on older GPUs and
+// in the host pass. On by default on devices of compute capability 9.0 or newer; CONVEYOR_PDL=0 (read
+// once per process) turns it off.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -34,12 +36,12 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
-// Whether launches that support it take the programmatic-serialization attribute: CONVEYOR_PDL=1 and the
-// current device (at the first call) of compute capability >= 9.0.
+// Whether launches that support it take the programmatic-serialization attribute: the current device (at
+// the first call) of compute capability >= 9.0, unless CONVEYOR_PDL=0.
 inline bool pdl_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("CONVEYOR_PDL");
-    if (v == nullptr || std::strcmp(v, "1") != 0) return false;
+    if (v != nullptr && std::strcmp(v, "0") == 0) return false;
     int device = 0, major = 0;
     CONVEYOR_CUDA_CHECK(cudaGetDevice(&device));
     CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
