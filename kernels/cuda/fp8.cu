@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(cuda_detail::kRowMaxThreads)
   quantize_held_row<T, kPacks>(row, packs, q, scales, static_scale);
 }
 
-// Launches `kernel<kPacks>` over `rows` rows of `cols` 16-bit elements with row_ops.cuh's configuration
+// Launches Kernel<T, kPacks> over `rows` rows of `cols` 16-bit elements with row_ops.cuh's configuration
 // (the one rms_norm.cu uses, so the norm's sums agree), or returns false, launching nothing, where the row
 // is not whole packs, too long to hold, or a pointer is misaligned.
 template <typename T, template <typename, int> class Kernel, typename... Args>
@@ -293,7 +293,8 @@ bool rms_norm_quantize_fp8_cuda(uint8_t* q, float* scales, const void* x, const 
   if (dt == DType::kBF16)
     return launch_held_row<__nv_bfloat16, RmsNormQuantize>(rows, cols, q, {x, w}, stream, q, scales,
                                                            static_cast<const __nv_bfloat16*>(x),
-                                                           static_cast<const __nv_bfloat16*>(w), cols, eps, static_scale);
+                                                           static_cast<const __nv_bfloat16*>(w), cols, eps,
+                                                           static_scale);
   if (dt == DType::kF16)
     return launch_held_row<__half, RmsNormQuantize>(rows, cols, q, {x, w}, stream, q, scales,
                                                     static_cast<const __half*>(x), static_cast<const __half*>(w), cols,

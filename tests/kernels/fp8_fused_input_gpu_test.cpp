@@ -52,7 +52,8 @@ TEST(Fp8FusedInputGpu, RmsNormQuantizeEqualsNormThenQuantize) {
         const auto n = static_cast<size_t>(s.rows * s.cols);
         TestBuffer x = upload(random_floats(n, s.rows * 7 + s.cols, -4.f, 4.f), dt);
         TestBuffer w = upload(random_floats(static_cast<size_t>(s.cols), s.cols + 3, 0.2f, 3.f), dt);
-        TestBuffer h(n * 2), q_ref(n), s_ref(static_cast<size_t>(s.rows) * 4), q(n), sc(static_cast<size_t>(s.rows) * 4);
+        const auto scale_bytes = static_cast<size_t>(s.rows) * 4;
+        TestBuffer h(n * 2), q_ref(n), s_ref(scale_bytes), q(n), sc(scale_bytes);
         rms_norm_cuda(h.get(), x.get(), w.get(), s.rows, s.cols, 1e-5f, dt, nullptr);
         quantize_rows_fp8_cuda(static_cast<uint8_t*>(q_ref.get()), static_cast<float*>(s_ref.get()), h.get(), dt,
                                s.rows, s.cols, static_scale, nullptr);
@@ -70,7 +71,8 @@ TEST(Fp8FusedInputGpu, SiluMulQuantizeEqualsSiluMulThenQuantize) {
                      " static " + std::to_string(static_scale));
         const auto n = static_cast<size_t>(s.rows * s.cols);
         TestBuffer gate_up = upload(random_floats(2 * n, s.rows * 11 + s.cols, -6.f, 6.f), dt);
-        TestBuffer act(n * 2), q_ref(n), s_ref(static_cast<size_t>(s.rows) * 4), q(n), sc(static_cast<size_t>(s.rows) * 4);
+        const auto scale_bytes = static_cast<size_t>(s.rows) * 4;
+        TestBuffer act(n * 2), q_ref(n), s_ref(scale_bytes), q(n), sc(scale_bytes);
         silu_mul_cuda(act.get(), gate_up.get(), s.rows, s.cols, dt, nullptr);
         quantize_rows_fp8_cuda(static_cast<uint8_t*>(q_ref.get()), static_cast<float*>(s_ref.get()), act.get(), dt,
                                s.rows, s.cols, static_scale, nullptr);
