@@ -10,11 +10,11 @@
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
 call_begin r11a conveyor kernels_fp8_fused_input_gpu_test || exit 1
-# The fused FP8 input quantizers (round 11, not yet GPU-run) against the two kernels they replace: if they
-# pass, the 70B runs with them (CONVEYOR_FUSED_FP8_INPUT=1; opt-in until then), else without (round 10's path).
+# The fused FP8 input quantizers (round 11) against the two kernels they replace: if they
+# fail, the 70B runs without them (CONVEYOR_FUSED_FP8_INPUT=0, round 10's path). Round 11's H100 passed it.
 CONVEYOR_REQUIRE_GPU=1 timeout 60 build/tests/kernels_fp8_fused_input_gpu_test > $r/fused_test.log 2>&1
 rc=$?; save "fused input test rc=$rc $(grep -E '^\[  (PASSED|FAILED) ' $r/fused_test.log | tr '\n' ' ')"
-if [ $rc = 0 ]; then export CONVEYOR_FUSED_FP8_INPUT=1; else grep -m3 -B2 -A6 'Failure' $r/fused_test.log; fi
+[ $rc = 0 ] || { export CONVEYOR_FUSED_FP8_INPUT=0; grep -m3 -B2 -A6 'Failure' $r/fused_test.log; }
 m70=(--load-format dummy --set model.config=configs/models/llama-3-70b.yaml --dtype bfloat16 --quantization fp8
   --kv-cache-dtype fp8)
 timeout $(($(left) - 12)) build/conveyor bench throughput "${m70[@]}" --input-len 1024 --output-len 1024 \
