@@ -29,6 +29,15 @@ call_begin() {
     > "$r/build.log" 2>&1 || { grep -B2 -A12 -m3 "error" "$r/build.log"; save "build FAILED"; return 1; }
   save build
 }
+# `run_tests TEST...`: each GPU test binary (build/tests/TEST) with CONVEYOR_REQUIRE_GPU=1 and the caller's
+# environment, its log in $r/TEST.log, one save line each with its exit code and gtest's summary.
+run_tests() {
+  local t
+  for t in "$@"; do
+    CONVEYOR_REQUIRE_GPU=1 timeout 120 build/tests/$t > "$r/$t.log" 2>&1
+    save "$t rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$r/$t.log" | head -2 | tr '\n' ' ')"
+  done
+}
 # `plan_here TAG PRECISION WORKLOAD`: conveyor plan --cluster for one GPU of this machine's kind with $r/doctor.json,
 # Llama-3-8B, into $r/plan_TAG.{txt,json}; prints the top layout's line.
 plan_here() {

@@ -15,10 +15,7 @@ if grep -q H200 $r/gpu.txt; then  # issue 16: attention_bench's ws kernel on an 
   timeout 100 build/benchmarks/attention_bench --json $r/attention.json > $r/attention.txt 2>&1
   save "attention_bench rc=$? $(grep -iE 'prefill' $r/attention.txt | head -6 | tr '\n' ' ' | cut -c1-400)"
 fi
-for t in "${tests[@]}"; do  # the stage tests with the fused quantizers on (CONVEYOR_FUSED_FP8_INPUT=1)
-  CONVEYOR_FUSED_FP8_INPUT=1 CONVEYOR_REQUIRE_GPU=1 timeout 120 build/tests/$t > $r/$t.log 2>&1
-  save "$t rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $r/$t.log | head -2 | tr '\n' ' ')"
-done
+run_tests "${tests[@]}"
 m=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16 --quantization fp8
   --kv-cache-dtype fp8)
 for f in 1 0; do
