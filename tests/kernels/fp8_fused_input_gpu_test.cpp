@@ -43,43 +43,46 @@ struct Shape {
 const Shape kShapes[] = {{1, 4096}, {1, 14336}, {3, 576}, {16, 5120}, {64, 8192}, {65, 1024}, {300, 4096},
                          {2, 32768}, {5, 8}};
 
-TEST(Fp8FusedInputGpu, RmsNormQuantizeEqualsNormThenQuantize) {
+// Every dtype, shape and scale (0: dynamic, else static_scale): `run(dt, shape, scale, h, q, sc)` uploads
+// its inputs, writes the unfused op's rows into h and runs the fused kernel into q and sc, returning whether
+// it took them; the rows of h are then quantized by quantize_rows_fp8_cuda and both results compared.
+template <typename Run>
+void check_every_case(float static_scale, const Run& run) {
   for (DType dt : {DType::kBF16, DType::kF16})
     for (const Shape& s : kShapes)
-      for (float static_scale : {0.f, 0.02f}) {
+      for (float scale : {0.f, static_scale}) {
         SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
-                     " static " + std::to_string(static_scale));
+                     " static " + std::to_string(scale));
         const auto n = static_cast<size_t>(s.rows * s.cols);
-        TestBuffer x = upload(random_floats(n, s.rows * 7 + s.cols, -4.f, 4.f), dt);
-        TestBuffer w = upload(random_floats(static_cast<size_t>(s.cols), s.cols + 3, 0.2f, 3.f), dt);
         const auto scale_bytes = static_cast<size_t>(s.rows) * 4;
         TestBuffer h(n * 2), q_ref(n), s_ref(scale_bytes), q(n), sc(scale_bytes);
-        rms_norm_cuda(h.get(), x.get(), w.get(), s.rows, s.cols, 1e-5f, dt, nullptr);
+        ASSERT_TRUE(run(dt, s, scale, h.get(), static_cast<uint8_t*>(q.get()), static_cast<float*>(sc.get())));
         quantize_rows_fp8_cuda(static_cast<uint8_t*>(q_ref.get()), static_cast<float*>(s_ref.get()), h.get(), dt,
-                               s.rows, s.cols, static_scale, nullptr);
-        ASSERT_TRUE(rms_norm_quantize_fp8_cuda(static_cast<uint8_t*>(q.get()), static_cast<float*>(sc.get()), x.get(),
-                                               w.get(), dt, s.rows, s.cols, 1e-5f, static_scale, nullptr));
+                               s.rows, s.cols, scale, nullptr);
         expect_same(q, sc, q_ref, s_ref, s.rows, s.cols);
       }
 }
 
+TEST(Fp8FusedInputGpu, RmsNormQuantizeEqualsNormThenQuantize) {
+  check_every_case(0.02f, [](DType dt, const Shape& s, float scale, void* h, uint8_t* q, float* sc) {
+    TestBuffer x = upload(random_floats(static_cast<size_t>(s.rows * s.cols), s.rows * 7 + s.cols, -4.f, 4.f), dt);
+    TestBuffer w = upload(random_floats(static_cast<size_t>(s.cols), s.cols + 3, 0.2f, 3.f), dt);
+    rms_norm_cuda(h, x.get(), w.get(), s.rows, s.cols, 1e-5f, dt, nullptr);
+    const bool took = rms_norm_quantize_fp8_cuda(q, sc, x.get(), w.get(), dt, s.rows, s.cols, 1e-5f, scale, nullptr);
+    CONVEYOR_CUDA_CHECK(cudaDeviceSynchronize());  // before x and w are freed
+    return took;
+  });
+}
+
 TEST(Fp8FusedInputGpu, SiluMulQuantizeEqualsSiluMulThenQuantize) {
-  for (DType dt : {DType::kBF16, DType::kF16})
-    for (const Shape& s : kShapes)
-      for (float static_scale : {0.f, 0.05f}) {
-        SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
-                     " static " + std::to_string(static_scale));
-        const auto n = static_cast<size_t>(s.rows * s.cols);
-        TestBuffer gate_up = upload(random_floats(2 * n, s.rows * 11 + s.cols, -6.f, 6.f), dt);
-        const auto scale_bytes = static_cast<size_t>(s.rows) * 4;
-        TestBuffer act(n * 2), q_ref(n), s_ref(scale_bytes), q(n), sc(scale_bytes);
-        silu_mul_cuda(act.get(), gate_up.get(), s.rows, s.cols, dt, nullptr);
-        quantize_rows_fp8_cuda(static_cast<uint8_t*>(q_ref.get()), static_cast<float*>(s_ref.get()), act.get(), dt,
-                               s.rows, s.cols, static_scale, nullptr);
-        ASSERT_TRUE(silu_mul_quantize_fp8_cuda(static_cast<uint8_t*>(q.get()), static_cast<float*>(sc.get()),
-                                               gate_up.get(), dt, s.rows, s.cols, static_scale, nullptr));
-        expect_same(q, sc, q_ref, s_ref, s.rows, s.cols);
-      }
+  check_every_case(0.05f, [](DType dt, const Shape& s, float scale, void* h, uint8_t* q, float* sc) {
+    TestBuffer gate_up = upload(random_floats(static_cast<size_t>(2 * s.rows * s.cols), s.rows * 11 + s.cols, -6.f,
+                                              6.f), dt);
+    silu_mul_cuda(h, gate_up.get(), s.rows, s.cols, dt, nullptr);
+    const bool took = silu_mul_quantize_fp8_cuda(q, sc, gate_up.get(), dt, s.rows, s.cols, scale, nullptr);
+    CONVEYOR_CUDA_CHECK(cudaDeviceSynchronize());  // before gate_up is freed
+    return took;
+  });
 }
 
 TEST(Fp8FusedInputGpu, DeclinesWhatItCannotTake) {
