@@ -142,12 +142,14 @@ struct WarpTile {
         if constexpr (std::is_same_v<T, Fp8Codes>) {
           // Hopper's tensor cores keep fewer bits than fp32 when they add FP8 products into an
           // accumulator; the two mmas' 64 products are summed there from zero and promoted to the
-          // fp32 sum here, as cuBLASLt's non-fast-accumulate FP8 GEMMs do every k-tile.
+          // fp32 sum here, as cuBLASLt's non-fast-accumulate FP8 GEMMs do every k-tile. The mma chain is
+          // two long, so one accumulator set (the second, always zero, folds away) keeps registers for
+          // two row tiles without spilling.
           float part[4] = {0.f, 0.f, 0.f, 0.f};
           mma_tile<T>(part, xl.x, xh.x, xl.y, xh.y, wv[u][t].x, wv[u][t].y);
           mma_tile<T>(part, xl.z, xh.z, xl.w, xh.w, wv[u][t].z, wv[u][t].w);
 #pragma unroll
-          for (int i = 0; i < 4; ++i) acc[u & 1][t][i] += part[i];
+          for (int i = 0; i < 4; ++i) acc[0][t][i] += part[i];
         } else {
           mma_tile<T>(acc[u & 1][t], xl.x, xh.x, xl.y, xh.y, wv[u][t].x, wv[u][t].y);
           mma_tile<T>(acc[u & 1][t], xl.z, xh.z, xl.w, xh.w, wv[u][t].z, wv[u][t].w);
@@ -262,10 +264,18 @@ void launch(const Epilogue& e, const void* x, const void* w, int m, int n, int p
 template <typename T>
 void dispatch(const Epilogue& e, const void* x, const void* w, int m, int n, int packs, int sm_count,
               cudaStream_t stream) {
-  // Two row tiles per warp halve x's L1 traffic per byte of w; worth it for many tokens as long as
-  // the grid still covers every SM once.
-  const bool two_tiles = m > 8 && (static_cast<int64_t>(n) + 2 * kTileRows - 1) / (2 * kTileRows) >= sm_count;
+  // Two row tiles per warp, when the grid still covers every SM once: for many tokens they halve x's L1
+  // traffic per byte of w; for FP8 at any m they give a block bf16's bytes. An e4m3 row is half a bf16 row's
+  // bytes, so at k = 4096 one tile's 8 chunks meet 8 warps one chunk each and no warp overlaps a second
+  // chunk's loads with the first's mmas (the FP8 gemv streamed ~2.5 TB/s on an H100 that way, round 10);
+  // with two tiles a chunk is half as many packs, and every warp double-buffers two, as bf16 does.
+  constexpr bool kFp8 = std::is_same_v<T, Fp8Codes>;
+  const bool two_tiles =
+      (m > 8 || kFp8) && (static_cast<int64_t>(n) + 2 * kTileRows - 1) / (2 * kTileRows) >= sm_count;
   if (m <= 8) {
+    if constexpr (kFp8) {
+      if (two_tiles) return launch<T, false, 2>(e, x, w, m, n, packs, sm_count, stream);
+    }
     launch<T, false, 1>(e, x, w, m, n, packs, sm_count, stream);
   } else if (two_tiles) {
     launch<T, true, 2>(e, x, w, m, n, packs, sm_count, stream);
