@@ -114,20 +114,26 @@ double CoreSharing::at(int k) const {
   return speed.back() * n / k;
 }
 
+double GemmBucket::time(double bytes, double n, double k) const {
+  for (const GemmShapeTime& s : shapes)
+    if (s.n == n && s.k == k) return s.seconds;
+  return time(bytes, n);
+}
+
 double DeviceProfile::gemm_time(double m, double n, double k, double ab, double out, double peak_flops, bool fp8) const {
   const auto& b = fp8 ? gemm_decode_fp8 : gemm_decode;
   CONVEYOR_CHECK(!b.empty(), "DeviceProfile::gemm_time without measured ", fp8 ? "FP8 " : "", "GEMM buckets");
   const double bytes = (n * k + m * k) * ab + m * n * out;
   const double flops = 2.0 * m * n * k;
-  double t = b.back().time(bytes, n);
+  double t = b.back().time(bytes, n, k);
   if (m <= static_cast<double>(b.front().m)) {
-    t = b.front().time(bytes, n);
+    t = b.front().time(bytes, n, k);
   } else {
     for (size_t i = 0; i + 1 < b.size(); ++i) {
       const double lo = static_cast<double>(b[i].m), hi = static_cast<double>(b[i + 1].m);
       if (m > hi) continue;
       const double f = (m - lo) / (hi - lo);
-      t = (1 - f) * b[i].time(bytes, n) + f * b[i + 1].time(bytes, n);
+      t = (1 - f) * b[i].time(bytes, n, k) + f * b[i + 1].time(bytes, n, k);
       break;
     }
   }
@@ -160,6 +166,19 @@ LinearCost linear_cost(const nlohmann::json& j, const std::string& path, const s
   return c;
 }
 
+// A bucket's points: [{n, k, time_us, ...}] as doctor writes them.
+std::vector<GemmShapeTime> gemm_shape_times(const nlohmann::json& pts, const std::string& path,
+                                            const std::string& where) {
+  CONVEYOR_CHECK(pts.is_array(), where, ": ", path, " must be an array of {n, k, time_us}");
+  std::vector<GemmShapeTime> out;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const std::string item = path + "[" + std::to_string(i) + "]";
+    out.push_back({positive(pts[i], "n", item, where), positive(pts[i], "k", item, where),
+                   positive(pts[i], "time_us", item, where) * 1e-6});
+  }
+  return out;
+}
+
 std::vector<GemmBucket> gemm_buckets(const nlohmann::json& g, const std::string& where,
                                      const std::string& path = "device.gemm_decode.buckets") {
   CONVEYOR_CHECK(g.contains("buckets") && g.at("buckets").is_array() && !g.at("buckets").empty(), where, ": ",
@@ -176,6 +195,7 @@ std::vector<GemmBucket> gemm_buckets(const nlohmann::json& g, const std::string&
                      ".row_ns must be a number >= 0, got ", arr[i].at("row_ns").dump());
       b.row_s = arr[i].at("row_ns").get<double>() * 1e-9;
     }
+    if (arr[i].contains("points")) b.shapes = gemm_shape_times(arr[i].at("points"), item + ".points", where);
     CONVEYOR_CHECK(out.empty() || b.m > out.back().m, where, ": ", item, ".m = ", b.m,
                    " must be larger than the bucket before it (", out.empty() ? 0 : out.back().m, ")");
     out.push_back(b);

@@ -323,7 +323,8 @@ TEST(LayoutPrediction, Fp8WeightsTakeTheFp8LinearCurves) {
   const ModelSpec s = llama3_8b();
   const DeviceCeilings without = measured_fixture(0);
   DeviceCeilings with = without;
-  for (int64_t m : {1, 16, 64, 256}) with.measured.gemm_decode_fp8.push_back(GemmBucket{m, LinearCost{9e-6, 1500e9}});
+  for (int64_t m : {1, 16, 64, 256})
+    with.measured.gemm_decode_fp8.push_back(GemmBucket{m, LinearCost{9e-6, 1500e9}, 0, {}});
   with.measured.gemm_prefill_fp8_flops = 1200e12;
   Workload w;
   w.context = 1024;
