@@ -230,18 +230,26 @@ __global__ void __launch_bounds__(cuda_detail::kRowMaxThreads)
   quantize_held_row<T, kPacks>(row, packs, q, scales, static_scale);
 }
 
+// Rows up to which an order-free held-row kernel spreads each row over the widest block (fewer rows leave SMs
+// idle, so each row's block should finish sooner; more fill the SMs at ~256 threads a row).
+constexpr int64_t kWideMaxRows = 32;
+
 // Launches Kernel<T, kPacks> over `rows` rows of `cols` 16-bit elements with row_ops.cuh's configuration
 // (the one rms_norm.cu uses, so the norm's sums agree), or returns false, launching nothing, where the row
-// is not whole packs, too long to hold, or a pointer is misaligned.
+// is not whole packs, too long to hold, or a pointer is misaligned. order_free: the kernel's block reductions
+// are maxima only, exact however a row is spread, so a few rows take the wide configuration.
 template <typename T, template <typename, int> class Kernel, typename... Args>
 bool launch_held_row(int64_t rows, int64_t cols, const uint8_t* q, std::initializer_list<const void*> in,
-                     cudaStream_t stream, Args... args) {
+                     bool order_free, cudaStream_t stream, Args... args) {
   constexpr int kN = cuda_detail::Pack<T>::kSize;
   if (cols % kN != 0 || !cuda_detail::row_pack_fits(cols / kN) || reinterpret_cast<uintptr_t>(q) % 8 != 0) return false;
   for (const void* p : in)
     if (!cuda_detail::is_aligned16(p)) return false;
   if (rows == 0) return true;
-  const auto [k, threads] = cuda_detail::row_pack_config(cols / kN);
+  // A few rows (a small decode batch) of an op without a sum to match take the wide spread (row_ops.cuh).
+  const bool wide = order_free && rows <= kWideMaxRows;
+  const auto [k, threads] =
+      wide ? cuda_detail::row_pack_config_wide(cols / kN) : cuda_detail::row_pack_config(cols / kN);
   auto* kernel = k == 1 ? Kernel<T, 1>::get() : k == 2 ? Kernel<T, 2>::get() : k == 4 ? Kernel<T, 4>::get()
                                                                                      : Kernel<T, 8>::get();
   cuda_detail::launch_maybe_pdl(kernel, dim3(static_cast<unsigned>(rows)), dim3(threads), 0, stream, args...);
@@ -291,12 +299,12 @@ void quantize_rows_fp8_cuda(uint8_t* q, float* scales, const void* x, DType dt, 
 bool rms_norm_quantize_fp8_cuda(uint8_t* q, float* scales, const void* x, const void* w, DType dt, int64_t rows,
                                 int64_t cols, float eps, float static_scale, cudaStream_t stream) {
   if (dt == DType::kBF16)
-    return launch_held_row<__nv_bfloat16, RmsNormQuantize>(rows, cols, q, {x, w}, stream, q, scales,
+    return launch_held_row<__nv_bfloat16, RmsNormQuantize>(rows, cols, q, {x, w}, false, stream, q, scales,
                                                            static_cast<const __nv_bfloat16*>(x),
                                                            static_cast<const __nv_bfloat16*>(w), cols, eps,
                                                            static_scale);
   if (dt == DType::kF16)
-    return launch_held_row<__half, RmsNormQuantize>(rows, cols, q, {x, w}, stream, q, scales,
+    return launch_held_row<__half, RmsNormQuantize>(rows, cols, q, {x, w}, false, stream, q, scales,
                                                     static_cast<const __half*>(x), static_cast<const __half*>(w), cols,
                                                     eps, static_scale);
   return false;
@@ -306,11 +314,11 @@ bool silu_mul_quantize_fp8_cuda(uint8_t* q, float* scales, const void* gate_up, 
                                 float static_scale, cudaStream_t stream) {
   // The up half starts inter elements into each row: whole packs keep it 16-byte aligned.
   if (dt == DType::kBF16)
-    return launch_held_row<__nv_bfloat16, SiluMulQuantize>(rows, inter, q, {gate_up}, stream, q, scales,
+    return launch_held_row<__nv_bfloat16, SiluMulQuantize>(rows, inter, q, {gate_up}, true, stream, q, scales,
                                                            static_cast<const __nv_bfloat16*>(gate_up), inter,
                                                            static_scale);
   if (dt == DType::kF16)
-    return launch_held_row<__half, SiluMulQuantize>(rows, inter, q, {gate_up}, stream, q, scales,
+    return launch_held_row<__half, SiluMulQuantize>(rows, inter, q, {gate_up}, true, stream, q, scales,
                                                     static_cast<const __half*>(gate_up), inter, static_scale);
   return false;
 }

@@ -17,12 +17,9 @@
 // for m > 8 when n still gives one block per SM. FP8 runs the same kernel on e4m3 codes: a 16-byte
 // pack holds 16 k instead of 8 and the mma is m16n8k32, so a chunk covers twice the k for the same
 // bytes in flight; the epilogue applies the token and column scales, and at m <= 8 takes two row tiles where
-// the grid still covers the SMs (an e4m3 row is half a bf16 row's bytes). At m <= 8 with one tile, under PDL,
-// each warp prefetches its first chunk into L2 before its wait (CONVEYOR_GEMV_PREFETCH=0 turns it off).
+// the grid still covers the SMs (an e4m3 row is half a bf16 row's bytes).
 #include "kernels/cuda/gemv.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 #include "kernels/cuda/dense_vec.cuh"
@@ -162,32 +159,18 @@ struct WarpTile {
     }
   }
 
-  // Chunk c's w lines into L2, nothing into registers: a row's chunk is 4 / kTiles lines of 128 bytes, so the
-  // warp's four lanes of a row take one line each (of tile q / lines, for two tiles).
-  __device__ __forceinline__ void prefetch_l2(int c) const {
-    constexpr int kRowLines = kChunkPacks * 16 / 128;
-    static_assert(kRowLines * kTiles == kLanePacks, "one line per lane of a row");
-    const S* row = w_row[0];
-    if constexpr (kTiles == 2) row = q >= kRowLines ? w_row[1] : w_row[0];
-    const char* line = reinterpret_cast<const char*>(row + c * kChunkPacks * kPack) + (q % kRowLines) * 128;
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(line));
-  }
-
   // Chunks warp, warp + warps, ... of the whole ones, double-buffered: the loads of the next chunk
   // are issued before the mmas of this one. (Within one chunk ptxas moves each load down to just
   // before its use, leaving ~1 load in flight; across loop iterations it cannot.) Then the one
   // partial chunk at the end of k, if any, by the warp whose turn it is.
-  __device__ __forceinline__ void run(int warp, int warps, int packs, bool prefetch) {
+  __device__ __forceinline__ void run(int warp, int warps, int packs) {
     const int full = packs / kChunkPacks;
     Loads a, b;
     int c = warp;
-    // x (and y, the epilogue's) come from the kernel before (pdl.cuh); w never does. With PDL this block may
-    // be placed while that kernel still runs (it signals after its own wait), so the warp's first chunk is
-    // fetched into L2 first (prefetch.global.L2: no registers, unlike a load ahead of the wait, which spilled):
-    // the DRAM latency of the first loads overlaps the kernel before instead of following it.
-    if constexpr (!kHighTokens && kTiles == 1) {  // elsewhere (more tokens, two tiles) its addresses spilled
-      if (prefetch && c < full) prefetch_l2(c);
-    }
+    // x (and y, the epilogue's) come from the kernel before (pdl.cuh). A prefetch of the first weights into
+    // L2 ahead of this wait cost 4-16 bytes of spills a thread at 128 registers as loads; as prefetch.global.L2
+    // (no registers; m <= 8, one tile) it made batch 1 bf16 1.1% slower on an H100 (round 12: 0.7368 / 0.7361 s
+    // against 0.7283 s), so the overlap is the launch and the setup above.
     cuda_detail::pdl_wait();
     cuda_detail::pdl_launch_dependents();  // pdl.cuh: after the wait, so at most one kernel waits ahead
     if (c < full) {
@@ -214,7 +197,7 @@ struct WarpTile {
 template <typename T, bool kHighTokens, int kTiles>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     gemv_kernel(Epilogue ep, const typename Elem<T>::Storage* x, const typename Elem<T>::Storage* w, int m, int n,
-                int packs, bool prefetch) {
+                int packs) {
   using Tile = WarpTile<T, kHighTokens, kTiles>;
   constexpr int kCols = kTileRows * kTiles;  // rows of w (columns of y) per block
   __shared__ float4 partial[kMaxWarps][kTiles][32];
@@ -234,7 +217,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   }
   tile.x_lo = x + (g < m ? g : 0) * k;
   tile.x_hi = x + (kHighTokens && g + 8 < m ? g + 8 : 0) * k;
-  tile.run(warp, warps, packs, prefetch);
+  tile.run(warp, warps, packs);
 
 #pragma unroll
   for (int t = 0; t < kTiles; ++t) {
@@ -263,16 +246,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   }
 }
 
-// Whether the kernel prefetches its first weights into L2 before its PDL wait: only where PDL may place it
-// early (pdl_enabled()), unless CONVEYOR_GEMV_PREFETCH=0 (read once per process).
-bool prefetch_weights() {
-  static const bool on = [] {
-    const char* v = std::getenv("CONVEYOR_GEMV_PREFETCH");
-    return cuda_detail::pdl_enabled() && !(v != nullptr && std::strcmp(v, "0") == 0);
-  }();
-  return on;
-}
-
 template <typename T, bool kHighTokens, int kTiles>
 void launch(const Epilogue& e, const void* x, const void* w, int m, int n, int packs, int sm_count,
             cudaStream_t stream) {
@@ -287,7 +260,7 @@ void launch(const Epilogue& e, const void* x, const void* w, int m, int n, int p
   warps = warps < chunks ? warps : (chunks < 1 ? 1 : chunks);
   cuda_detail::launch_maybe_pdl(gemv_kernel<T, kHighTokens, kTiles>, dim3(static_cast<unsigned>(blocks)),
                                 dim3(static_cast<unsigned>(warps * 32)), 0, stream, e, static_cast<const S*>(x),
-                                static_cast<const S*>(w), m, n, packs, prefetch_weights());
+                                static_cast<const S*>(w), m, n, packs);
 }
 
 template <typename T>
