@@ -37,7 +37,11 @@ struct ClusterSpec {
 
   int gpus() const { return nodes * gpus_per_node; }
   bool cpu() const { return gpu_name == "cpu"; }  // the CPU backend: ranks on host cores
-  int dtype_bytes() const { return precision == Precision::kFp8 ? 1 : precision == Precision::kFp32 ? 4 : 2; }
+  // Bytes per element as the runtime keeps them: FP8 (`--quantization fp8 --kv-cache-dtype fp8`) holds the
+  // layers' linear weights and the KV cache in e4m3 (dtype_bytes), the activations, embeddings and LM head
+  // in bf16 (activation_bytes), as stages/layout_plan.cpp plans a run.
+  int activation_bytes() const { return precision == Precision::kFp32 ? 4 : 2; }
+  int dtype_bytes() const { return precision == Precision::kFp8 ? 1 : activation_bytes(); }
   // The ceilings a GPU runs at in this precision: FP8 halves weight and KV bytes (Workload's dtype
   // bytes) and raises the compute ceiling to fp8_flops; the prefill GEMM rate is doctor's FP8 linears'
   // (device.gemm_decode_fp8.prefill_tflops) where measured, else the bf16 one scaled alike.

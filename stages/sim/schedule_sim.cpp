@@ -520,7 +520,8 @@ SimResult simulate_layout(const ModelSpec& spec, const ClusterSpec& cluster, con
   pw.pipeline = l.pipeline;
   pw.tensor = l.tensor;
   pw.micro_batches = M;
-  pw.dtype_bytes = pw.kv_dtype_bytes = pw.weight_dtype_bytes = cluster.dtype_bytes();
+  pw.dtype_bytes = cluster.activation_bytes();
+  pw.kv_dtype_bytes = pw.weight_dtype_bytes = cluster.dtype_bytes();
   DeviceCeilings dev = cluster.ceilings();
   dev.memory_utilization = w.memory_utilization;
   const PartitionPlan plan = plan_partition(spec, pw, dev, l.partition);
