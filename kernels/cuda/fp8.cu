@@ -8,6 +8,8 @@
 #include <cuda_fp8.h>
 
 #include <cfloat>
+#include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 
 #include "kernels/cuda/dense_vec.cuh"
@@ -234,6 +236,16 @@ __global__ void __launch_bounds__(cuda_detail::kRowMaxThreads)
 // idle, so each row's block should finish sooner; more fill the SMs at ~256 threads a row).
 constexpr int64_t kWideMaxRows = 32;
 
+// Whether order-free held rows may take the wide configuration: unless CONVEYOR_WIDE_HELD_ROWS=0 (read once per
+// process; the A/B switch of its measurement).
+bool wide_held_rows() {
+  static const bool on = [] {
+    const char* v = std::getenv("CONVEYOR_WIDE_HELD_ROWS");
+    return !(v != nullptr && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
 // Launches Kernel<T, kPacks> over `rows` rows of `cols` 16-bit elements with row_ops.cuh's configuration
 // (the one rms_norm.cu uses, so the norm's sums agree), or returns false, launching nothing, where the row
 // is not whole packs, too long to hold, or a pointer is misaligned. order_free: the kernel's block reductions
@@ -247,7 +259,7 @@ bool launch_held_row(int64_t rows, int64_t cols, const uint8_t* q, std::initiali
     if (!cuda_detail::is_aligned16(p)) return false;
   if (rows == 0) return true;
   // A few rows (a small decode batch) of an op without a sum to match take the wide spread (row_ops.cuh).
-  const bool wide = order_free && rows <= kWideMaxRows;
+  const bool wide = order_free && rows <= kWideMaxRows && wide_held_rows();
   const auto [k, threads] =
       wide ? cuda_detail::row_pack_config_wide(cols / kN) : cuda_detail::row_pack_config(cols / kN);
   auto* kernel = k == 1 ? Kernel<T, 1>::get() : k == 2 ? Kernel<T, 2>::get() : k == 4 ? Kernel<T, 4>::get()

@@ -3,8 +3,8 @@
 # ~560 s). Round 10's 70B run spent 293 s making its dummy weights (a fresh host buffer per linear, page-faulted
 # on one thread); WeightBank now reuses them (round 10, after its last call). (1) build conveyor only; (2) the 70B
 # FP8 1,000 prompts 1024/1024 with the start-up table (>= 150 sequences of 2,048) and its start time, against the
-# simulator's 2,382 tok/s from round 10's H200 doctor (configs/clusters/h200-1-r10.yaml with precision: fp8): at
-# that rate the run takes ~430 s, so nothing else fits this call. call_r11b.sh runs the GPU tests that load
+# simulator's 2,200 tok/s from round 10's H200 doctor (configs/clusters/h200-1-r10.yaml with precision: fp8;
+# 2,382 before round 12): at that rate the run takes ~430 s, so nothing else fits this call. call_r11b.sh runs the GPU tests that load
 # weights through CudaOps::adopt / adopt_fp8 (the reuse is in both) on the warm machine. Round 11 adds the fused
 # FP8 input quantizers (rms_norm / silu_mul writing the linears' codes), their test first.
 set -uo pipefail

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Round 11's second call (on the machine call_r11a.sh left warm, else it builds; carry .gpu-deps; ~330 s; the GPU
 # tests and attention_bench first): issue 15's
-# 1,000 prompts >= 18,000. The simulator, from round 10's H200 doctor with precision fp8, predicts 14,283 at the auto
-# batch (256, the decode graphs' cap), 15,129 at max_num_seqs 384 and 15,826 at 512 (those steps run eagerly; the
+# 1,000 prompts >= 18,000. The simulator, from round 10's H200 doctor with precision fp8, predicts 13,949 (round 12;
+# 14,283 before) at the auto batch (256, the decode graphs' cap), 15,129 at max_num_seqs 384 and 15,826 at 512 (those steps run eagerly; the
 # H200's FP8 KV holds ~886 sequences of 2,048). stage_options.h keeps the auto batch at the graph cap until a
 # measurement says a larger eager one wins: this is that measurement, each run beside the simulator's figure.
 set -uo pipefail

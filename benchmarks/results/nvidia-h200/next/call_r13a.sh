@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Round 13's first call on an H100 or H200 (no needs_h200; carry .gpu-deps; ~570 s). (1) The fused FP8 input
+# quantizers' test with silu_mul_quantize's wide rows (round 12: a few rows spread over up to 448 threads of 4
+# packs, not yet GPU-run; the codes must equal the two-kernel path's bit for bit) and the FP8 stage test; (2) batch 1
+# 128/128 FP8 with the wide rows and without (CONVEYOR_WIDE_HELD_ROWS=0; round 12's ncu put silu_mul_quantize at 6%
+# of the step's kernel time); (3) on an H200: attention_bench (issue 16), batch 1 bf16 (issue 16: >= 229 with PDL
+# on), the FP8 1,000 prompts at 512 and auto (the simulator, round 12: 13,949 at auto on an H200).
+set -uo pipefail
+source benchmarks/results/nvidia-h200/final/env.sh
+tests=(kernels_fp8_fused_input_gpu_test kernels_fp8_gpu_test stages_cuda_fp8_gpu_test)
+call_begin r13a conveyor attention_bench "${tests[@]}" || exit 1
+run_tests "${tests[@]}"
+m=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16 --quantization fp8
+  --kv-cache-dtype fp8)
+for w in 1 0 1; do
+  [ "$(left)" -lt 60 ] && { save "no time left for b1 fp8 wide=$w"; continue; }
+  CONVEYOR_WIDE_HELD_ROWS=$w timeout 100 build/conveyor bench latency "${m[@]}" --input-len 128 --output-len 128 \
+    --batch-size 1 --num-iters-warmup 3 --num-iters 10 --output-json $r/latency_b1.fp8.wide$w.json \
+    > $r/b1_fp8_wide$w.txt 2>&1
+  save "b1 fp8 wide=$w rc=$? $(grep -iE 'Avg latency' $r/b1_fp8_wide$w.txt)"
+done
+grep -q H200 $r/gpu.txt || exit 0
+timeout 100 build/benchmarks/attention_bench --json $r/attention.json > $r/attention.txt 2>&1
+save "attention_bench rc=$? $(grep -iE 'prefill' $r/attention.txt | head -6 | tr '\n' ' ' | cut -c1-400)"
+mb=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16)
+timeout 100 build/conveyor bench latency "${mb[@]}" --input-len 128 --output-len 128 --batch-size 1 \
+  --num-iters-warmup 3 --num-iters 10 --output-json $r/latency_b1.bf16.json > $r/b1_bf16.txt 2>&1
+save "b1 bf16 rc=$? $(grep -iE 'Avg latency' $r/b1_bf16.txt)"
+for n in 512 auto; do
+  [ "$(left)" -lt 110 ] && { save "no time left for max_num_seqs $n"; continue; }
+  s=(); [ $n = auto ] || s=(--max-num-seqs $n)
+  timeout $(($(left) - 10)) build/conveyor bench throughput "${m[@]}" "${s[@]}" --input-len 1024 --output-len 1024 \
+    --num-prompts 1000 --output-json $r/throughput.fp8.seqs_$n.json > $r/t1000_fp8_seqs_$n.txt 2>&1
+  save "fp8 1000 prompts max_num_seqs $n rc=$? $(grep -iE 'Throughput|TTFT|preempt' $r/t1000_fp8_seqs_$n.txt | tr '\n' ' ' | cut -c1-300)"
+done
