@@ -48,3 +48,17 @@ plan_here() {
     --workload "$3" --output-json "$r/plan_$1.json" > "$r/plan_$1.txt" 2>&1
   sed -n 6p "$r/plan_$1.txt" | tr -s ' '
 }
+# `latency_ab TAG VAR VALUE... -- ARGS...`: conveyor bench latency, batch 1 128/128 (3 warm-up, 10 timed), with ARGS
+# once per VALUE of the environment variable VAR (in order; repeat a value to bracket the other), into
+# $r/latency_b1.TAG.N.json and $r/b1_TAG.N.txt (N = 1, 2, ...), one save line each.
+latency_ab() {
+  local tag=$1 var=$2 vals=() i=0 v; shift 2
+  while [ "$1" != -- ]; do vals+=("$1"); shift; done; shift
+  for v in "${vals[@]}"; do
+    i=$((i + 1))
+    [ "$(left)" -lt 60 ] && { save "no time left for b1 $tag $var=$v"; continue; }
+    env "$var=$v" timeout 100 build/conveyor bench latency "$@" --input-len 128 --output-len 128 --batch-size 1 \
+      --num-iters-warmup 3 --num-iters 10 --output-json "$r/latency_b1.$tag.$i.json" > "$r/b1_$tag.$i.txt" 2>&1
+    save "b1 $tag $var=$v rc=$? $(grep -iE 'Avg latency' "$r/b1_$tag.$i.txt")"
+  done
+}

@@ -12,20 +12,12 @@ call_begin r13a conveyor attention_bench "${tests[@]}" || exit 1
 run_tests "${tests[@]}"
 m=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16 --quantization fp8
   --kv-cache-dtype fp8)
-for w in 1 0 1; do
-  [ "$(left)" -lt 60 ] && { save "no time left for b1 fp8 wide=$w"; continue; }
-  CONVEYOR_WIDE_HELD_ROWS=$w timeout 100 build/conveyor bench latency "${m[@]}" --input-len 128 --output-len 128 \
-    --batch-size 1 --num-iters-warmup 3 --num-iters 10 --output-json $r/latency_b1.fp8.wide$w.json \
-    > $r/b1_fp8_wide$w.txt 2>&1
-  save "b1 fp8 wide=$w rc=$? $(grep -iE 'Avg latency' $r/b1_fp8_wide$w.txt)"
-done
+latency_ab fp8 CONVEYOR_WIDE_HELD_ROWS 1 0 1 -- "${m[@]}"
 grep -q H200 $r/gpu.txt || exit 0
 timeout 100 build/benchmarks/attention_bench --json $r/attention.json > $r/attention.txt 2>&1
 save "attention_bench rc=$? $(grep -iE 'prefill' $r/attention.txt | head -6 | tr '\n' ' ' | cut -c1-400)"
 mb=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16)
-timeout 100 build/conveyor bench latency "${mb[@]}" --input-len 128 --output-len 128 --batch-size 1 \
-  --num-iters-warmup 3 --num-iters 10 --output-json $r/latency_b1.bf16.json > $r/b1_bf16.txt 2>&1
-save "b1 bf16 rc=$? $(grep -iE 'Avg latency' $r/b1_bf16.txt)"
+latency_ab bf16 CONVEYOR_PDL 1 -- "${mb[@]}"
 for n in 512 auto; do
   [ "$(left)" -lt 110 ] && { save "no time left for max_num_seqs $n"; continue; }
   s=(); [ $n = auto ] || s=(--max-num-seqs $n)
