@@ -21,22 +21,19 @@ struct RowPackConfig {
   int threads;           // a multiple of 32, <= kRowMaxThreads
 };
 inline bool row_pack_fits(int64_t packs) { return packs <= int64_t{kRowMaxThreads} * kRowMaxPacksPerThread; }
-inline RowPackConfig row_pack_config(int64_t packs) {
-  const int64_t per = (packs + 255) / 256;
+// `packs` over about `threads` threads, 1, 2, 4 or 8 packs each (the fewest that fit).
+inline RowPackConfig row_pack_spread(int64_t packs, int64_t threads) {
+  const int64_t per = (packs + threads - 1) / threads;
   const int k = per <= 1 ? 1 : per <= 2 ? 2 : per <= 4 ? 4 : 8;
-  const int64_t threads = (packs + k - 1) / k;
-  return {k, static_cast<int>((threads + 31) / 32 * 32)};
+  const int64_t used = (packs + k - 1) / k;
+  return {k, static_cast<int>((used + 31) / 32 * 32)};
 }
+inline RowPackConfig row_pack_config(int64_t packs) { return row_pack_spread(packs, 256); }
 
 // The widest spread of a row over one block (up to kRowMaxThreads threads, the fewest packs each), for a few
 // long rows: a batch-1 decode step's SwiGLU row of 14,336 gets 448 threads of 4 packs instead of 224 of 8 on
 // its one SM. Only for rows with no sum whose rounding another kernel must match (a max is exact in any order).
-inline RowPackConfig row_pack_config_wide(int64_t packs) {
-  const int64_t per = (packs + kRowMaxThreads - 1) / kRowMaxThreads;
-  const int k = per <= 1 ? 1 : per <= 2 ? 2 : per <= 4 ? 4 : 8;
-  const int64_t threads = (packs + k - 1) / k;
-  return {k, static_cast<int>((threads + 31) / 32 * 32)};
-}
+inline RowPackConfig row_pack_config_wide(int64_t packs) { return row_pack_spread(packs, kRowMaxThreads); }
 
 // Loads this thread's packs p = threadIdx.x + i * blockDim.x (i < kPacks, p < packs) of row x and
 // replaces them with rmsnorm(x) * w: x * rsqrt(mean(x^2) + eps) in fp32, rounded to T, times the weight
