@@ -1,6 +1,7 @@
 // DeviceProfile: the doctor's curve fit recovers a known line, the JSON reader takes the fixture's every
 // field, names the key in each error, reads a links-only (older) doctor JSON as "nothing measured", and
-// the GEMM lookup interpolates between m buckets, takes a shape doctor timed as timed, and never beats the FLOP ceiling.
+// the GEMM lookup interpolates between m buckets, takes a shape doctor timed as timed, and never beats the
+// FLOP ceiling.
 #include "stages/device_profile.h"
 
 #include <gtest/gtest.h>
