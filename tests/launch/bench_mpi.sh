@@ -103,7 +103,11 @@ assert names == ["schedule", "apply", "metadata", "forward", "sample", "wait", "
 assert all(p["side"] == "host" and p["mean_us"] >= 0 for p in a["phases"] if p["phase"] != "other"), a
 assert math.isclose(sum(p["mean_us"] for p in a["phases"]), a["period_us"], rel_tol=1e-9), a
 assert math.isclose(sum(p["pct"] for p in a["phases"]), 100, rel_tol=1e-9), a
-assert a["phases"][3]["pct"] > 50, a  # the CPU's forward is the computation
+# The CPU's forward is the computation: in the median step (`example`), since one step's host hiccup can tilt
+# the means of 22 short steps (CI once saw sample's mean at 59% from one slow step).
+ex = a["example"]
+fwd = [s for s in ex["spans"] if s["phase"] == "forward"]
+assert len(fwd) == 1 and fwd[0]["end_us"] - fwd[0]["begin_us"] > 0.5 * ex["period_us"], ex
 decode = {s["step"] for s in d["steps"] if s["decode"] and s["seqs"] == 3}
 order = ["schedule", "apply", "forward", "sample", "wait", "post"]
 for step in decode:
