@@ -8,14 +8,13 @@
 #include <cuda_fp8.h>
 
 #include <cfloat>
-#include <cstdlib>
-#include <cstring>
 #include <initializer_list>
 
 #include "kernels/cuda/dense_vec.cuh"
 #include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/row_ops.cuh"
 #include "runtime/core/cuda_check.h"
+#include "runtime/core/env_switch.h"
 #include "runtime/core/error.h"
 
 namespace conveyor {
@@ -239,10 +238,7 @@ constexpr int64_t kWideMaxRows = 32;
 // Whether order-free held rows may take the wide configuration: unless CONVEYOR_WIDE_HELD_ROWS=0 (read once per
 // process; the A/B switch of its measurement).
 bool wide_held_rows() {
-  static const bool on = [] {
-    const char* v = std::getenv("CONVEYOR_WIDE_HELD_ROWS");
-    return !(v != nullptr && std::strcmp(v, "0") == 0);
-  }();
+  static const bool on = env_switch_on("CONVEYOR_WIDE_HELD_ROWS");
   return on;
 }
 

@@ -16,11 +16,10 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <utility>
 
 #include "runtime/core/cuda_check.h"
+#include "runtime/core/env_switch.h"
 
 namespace conveyor::cuda_detail {
 
@@ -40,8 +39,7 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 // the first call) of compute capability >= 9.0, unless CONVEYOR_PDL=0.
 inline bool pdl_enabled() {
   static const bool on = [] {
-    const char* v = std::getenv("CONVEYOR_PDL");
-    if (v != nullptr && std::strcmp(v, "0") == 0) return false;
+    if (!env_switch_on("CONVEYOR_PDL")) return false;
     int device = 0, major = 0;
     CONVEYOR_CUDA_CHECK(cudaGetDevice(&device));
     CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));

@@ -27,6 +27,7 @@
 #include "kernels/cuda/silu_mul.h"
 #include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
+#include "runtime/core/env_switch.h"
 #include "stages/cuda/cuda_memory.h"
 #include "stages/cuda/cuda_transfer_streams.h"
 #include "stages/cuda/step_metadata.h"
@@ -68,10 +69,7 @@ void to_half_bits(const std::vector<float>& src, DType dt, std::vector<uint16_t>
 // round 11 on an H100: bit for bit the two kernels' codes, batch 1 FP8 0.5584 s with them and 0.5585 s
 // without). CONVEYOR_FUSED_FP8_INPUT=0 quantizes the input in a kernel of its own, for A/B timings. Read once.
 bool fused_fp8_input() {
-  static const bool on = [] {
-    const char* v = std::getenv("CONVEYOR_FUSED_FP8_INPUT");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
+  static const bool on = env_switch_on("CONVEYOR_FUSED_FP8_INPUT");
   return on;
 }
 
