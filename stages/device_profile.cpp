@@ -116,7 +116,7 @@ double CoreSharing::at(int k) const {
 
 double GemmBucket::time(double bytes, double n, double k) const {
   for (const GemmShapeTime& s : shapes)
-    if (s.n == n && s.k == k) return s.seconds;
+    if (s.n == n && s.k == k) return time(bytes, n) + s.residual_s;
   return time(bytes, n);
 }
 
@@ -166,15 +166,16 @@ LinearCost linear_cost(const nlohmann::json& j, const std::string& path, const s
   return c;
 }
 
-// A bucket's points: [{n, k, time_us, ...}] as doctor writes them.
-std::vector<GemmShapeTime> gemm_shape_times(const nlohmann::json& pts, const std::string& path,
+// A bucket's points ([{n, k, bytes, time_us, ...}] as doctor writes them) against its fit `b`.
+std::vector<GemmShapeTime> gemm_shape_times(const GemmBucket& b, const nlohmann::json& pts, const std::string& path,
                                             const std::string& where) {
-  CONVEYOR_CHECK(pts.is_array(), where, ": ", path, " must be an array of {n, k, time_us}");
+  CONVEYOR_CHECK(pts.is_array(), where, ": ", path, " must be an array of {n, k, bytes, time_us}");
   std::vector<GemmShapeTime> out;
   for (size_t i = 0; i < pts.size(); ++i) {
     const std::string item = path + "[" + std::to_string(i) + "]";
-    out.push_back({positive(pts[i], "n", item, where), positive(pts[i], "k", item, where),
-                   positive(pts[i], "time_us", item, where) * 1e-6});
+    const double n = positive(pts[i], "n", item, where);
+    const double fit = b.time(positive(pts[i], "bytes", item, where), n);
+    out.push_back({n, positive(pts[i], "k", item, where), positive(pts[i], "time_us", item, where) * 1e-6 - fit});
   }
   return out;
 }
@@ -195,7 +196,7 @@ std::vector<GemmBucket> gemm_buckets(const nlohmann::json& g, const std::string&
                      ".row_ns must be a number >= 0, got ", arr[i].at("row_ns").dump());
       b.row_s = arr[i].at("row_ns").get<double>() * 1e-9;
     }
-    if (arr[i].contains("points")) b.shapes = gemm_shape_times(arr[i].at("points"), item + ".points", where);
+    if (arr[i].contains("points")) b.shapes = gemm_shape_times(b, arr[i].at("points"), item + ".points", where);
     CONVEYOR_CHECK(out.empty() || b.m > out.back().m, where, ": ", item, ".m = ", b.m,
                    " must be larger than the bucket before it (", out.empty() ? 0 : out.back().m, ")");
     out.push_back(b);

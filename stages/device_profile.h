@@ -29,9 +29,10 @@ struct LinearCost {
 // a negative fixed cost (noise) is clamped to 0 and the bandwidth refitted through the origin.
 LinearCost fit_linear_cost(const std::vector<std::pair<double, double>>& bytes_seconds);
 
-// One shape doctor timed in a bucket: y[m, n] = x[m, k] w[n, k]^T took `seconds`.
+// One shape doctor timed in a bucket (y[m, n] = x[m, k] w[n, k]^T) as what the bucket's fit misses for it:
+// its measured time less the fit's at its bytes.
 struct GemmShapeTime {
-  double n = 0, k = 0, seconds = 0;
+  double n = 0, k = 0, residual_s = 0;
 };
 
 struct GemmBucket {
@@ -40,8 +41,9 @@ struct GemmBucket {
   double row_s = 0;  // per output feature n (a CPU kernel's per-row reductions and stores); 0 on GPUs
   std::vector<GemmShapeTime> shapes;  // the bucket's timed shapes (doctor JSON's points), if it lists them
   double time(double bytes, double n) const { return cost.time(bytes) + row_s * n; }
-  // The shape's own time where doctor timed it at this m, else the fit's: a fit over shapes of several k
-  // misses what one k costs (on a CPU host k = 512 rows stream ~15% slower per byte at m = 1 than k = 256
+  // The fit's time plus, where doctor timed this (n, k) at this m, what the fit missed there (so the shape's
+  // measured time at doctor's bytes, and the fit's slope for other output dtypes): a fit over shapes of several
+  // k misses what one k costs (on a CPU host k = 512 rows stream ~15% slower per byte at m = 1 than k = 256
   // or 1,024 ones, and those are a small model's q|k|v and gate|up).
   double time(double bytes, double n, double k) const;
 };

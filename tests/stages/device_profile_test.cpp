@@ -330,19 +330,23 @@ TEST(DeviceProfile, GemmTimeInterpolatesBetweenBuckets) {
   EXPECT_NEAR(p.gemm_time(4096, n, k, 2, 2, 700e12), 2.0 * 4096 * n * k / 700e12, 1e-15);
 }
 
-// A shape doctor timed at a bucket's m (the bucket's points) takes its own time there and in the interpolation
-// between buckets; other shapes take the fit; a point without its time is an error naming it.
+// A shape doctor timed at a bucket's m (the bucket's points) takes its own time there (at other bytes, the
+// fit's slope from it) and in the interpolation between buckets; other shapes take the fit; a point without
+// its time is an error naming it.
 TEST(DeviceProfile, GemmTimeTakesATimedShapeAsTimed) {
   nlohmann::json j = load("doctor_measured.json");
-  j["device"]["gemm_decode"]["buckets"][0]["points"] = {{{"n", 4096}, {"k", 4096}, {"time_us", 9.0}}};
-  const DeviceProfile p = device_profile_from_json(j, "d.json");
   const double k = 4096;
   auto bytes = [&](double m, double n) { return (n * k + m * k) * 2 + m * n * 2; };
+  j["device"]["gemm_decode"]["buckets"][0]["points"] = {
+      {{"n", 4096}, {"k", 4096}, {"bytes", bytes(1, 4096)}, {"time_us", 9.0}}};
+  const DeviceProfile p = device_profile_from_json(j, "d.json");
   EXPECT_NEAR(p.gemm_time(1, 4096, k, 2, 2, 700e12), 9e-6, 1e-15);
+  EXPECT_NEAR(p.gemm_time(1, 4096, k, 2, 4, 700e12), 9e-6 + 4096 * 2 / 4000e9, 1e-15);  // fp32 y: 8 KB more
   EXPECT_NEAR(p.gemm_time(1, 1024, k, 2, 2, 700e12), 5e-6 + bytes(1, 1024) / 4000e9, 1e-15);
-  // m = 6: a third of the way from the m = 1 bucket (timed) to the m = 16 one (fit at m = 6's bytes).
-  EXPECT_NEAR(p.gemm_time(6, 4096, k, 2, 2, 700e12), 2.0 / 3 * 9e-6 + 1.0 / 3 * (5e-6 + bytes(6, 4096) / 4000e9),
-              1e-15);
+  // m = 6: a third of the way from the m = 1 bucket (timed, at m = 6's bytes) to the m = 16 one (its fit there),
+  // as every bucket is read at m's bytes.
+  const double timed = 9e-6 + (bytes(6, 4096) - bytes(1, 4096)) / 4000e9, fit16 = 5e-6 + bytes(6, 4096) / 4000e9;
+  EXPECT_NEAR(p.gemm_time(6, 4096, k, 2, 2, 700e12), 2.0 / 3 * timed + 1.0 / 3 * fit16, 1e-15);
   j["device"]["gemm_decode"]["buckets"][0]["points"][0].erase("time_us");
   EXPECT_NE(error_of(j).find("device.gemm_decode.buckets[0].points[0].time_us is missing"), std::string::npos)
       << error_of(j);
