@@ -31,6 +31,8 @@ class CpuRunQueues {
   std::vector<double> rates(const CoreSharing& c, double sticky) const;
 
   int cpu_of(int rank) const { return rank < static_cast<int>(cpu_.size()) ? cpu_[static_cast<size_t>(rank)] : -1; }
+  // The CPU `rank` last ran on (-1: none yet).
+  int last_cpu(int rank) const { return rank < static_cast<int>(prev_.size()) ? prev_[static_cast<size_t>(rank)] : -1; }
 
  private:
   int place(int rank) const;

@@ -424,8 +424,23 @@ class EventLoop {
     if (model_.sharing().any()) share(model_.node_of(s), e.t);
   }
 
+  // Where the node's run queues are simulated: whether another rank computes on the CPU that `stage`'s rank
+  // last ran on (it naps there, and its wake-ups wait behind that rank's slice).
+  bool cpu_taken(int node, size_t stage) const {
+    if (!model_.per_cpu_queues()) return false;
+    const CpuRunQueues& q = run_queues_[static_cast<size_t>(node)];
+    const int mine = q.last_cpu(static_cast<int>(stage));
+    for (size_t s = 0; s < tasks_.size(); ++s)
+      if (s != stage && tasks_[s].busy && mine >= 0 && q.cpu_of(static_cast<int>(s)) == mine) return true;
+    return false;
+  }
+
   // How long a rank of `stage` takes to have a message in hand once it turns to it (CoreSharing: a
-  // wake-up and MPI's receive, longer while the node's CPUs are all computing); 0 on GPUs.
+  // wake-up and MPI's receive); 0 on GPUs. The busy hop where doctor measured it: while the node's CPUs
+  // are all computing, or, with its run queues simulated, while another rank computes on the CPU the
+  // receiver naps on (doctor's busy probe has both; its idle probe neither: the receiver naps on a CPU of
+  // its own). At pp 3 on 2 CPUs the last stage's rank shares a CPU with the first's, and its hops measured
+  // 1.3 ms on average, not the idle 0.3 ms (benchmarks/results/cpu/2026-12-06-r13).
   double hop(size_t stage) const {
     const CoreSharing& c = model_.sharing();
     if (!c.any()) return 0.0;
@@ -433,7 +448,7 @@ class EventLoop {
     int computing = 0;
     for (size_t s = 0; s < tasks_.size(); ++s)
       if (tasks_[s].busy && s != stage) computing += model_.ranks_on(node, s);
-    const bool busy = computing >= c.cpus;
+    const bool busy = computing >= c.cpus || cpu_taken(node, stage);
     const std::vector<double>& drawn = busy ? c.busy_hop_samples_s : c.hop_samples_s;
     if (drawn.empty()) return busy ? c.busy_hop_s : c.hop_s;
     return drawn[std::uniform_int_distribution<size_t>(0, drawn.size() - 1)(hop_rng_)];
