@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -368,6 +369,48 @@ TEST(ScheduleSim, HopsDrawnFromDoctorsSamples) {
   EXPECT_NE(a.elapsed_s, b.elapsed_s);
   EXPECT_EQ(b.elapsed_s, simulate_layout(s, spread, w, pp3).elapsed_s);
   EXPECT_EQ(simulate_layout(s, mean, w, SimLayout{}).elapsed_s, simulate_layout(s, spread, w, SimLayout{}).elapsed_s);
+}
+
+// Hops into a stage that was idle, from a recorded run: how many took `busy_s` or more while fewer than
+// `cpus` other stages computed at the message's arrival (the node then had a CPU free).
+int busy_hops_with_a_cpu_free(const SimResult& r, int cpus, double busy_s) {
+  std::map<std::pair<int, int64_t>, SimSpan> compute, send;
+  for (const SimSpan& x : r.spans) (x.send ? send : compute)[{x.stage, x.step}] = x;
+  int n = 0;
+  for (const auto& [key, x] : compute) {
+    const auto [stage, step] = key;
+    if (stage == 0) continue;
+    const double arrival = send.at({stage - 1, step}).end_s;
+    bool idle = true;
+    int others = 0;
+    for (const auto& [k2, y] : compute) {
+      if (k2.first == stage && y.step < step && y.end_s > arrival) idle = false;
+      if (k2.first != stage && y.begin_s <= arrival && arrival < y.end_s) ++others;
+    }
+    if (idle && others < cpus && x.begin_s - arrival >= busy_s * 0.999) ++n;
+  }
+  return n;
+}
+
+// Where the run queues are simulated, a hop takes doctor's busy hop also while another rank computes on the
+// CPU the receiver naps on, as doctor's busy probe has it (its idle probe's receiver naps on a CPU of its
+// own): at pp 3 on 2 CPUs ranks 0 and 2 start on CPU 0, so some hops into an idle stage meet one rank
+// computing and still take the busy hop; at pp 2 (a CPU each) none does.
+TEST(ScheduleSim, BusyHopWhereTheReceiversCpuIsTaken) {
+  const ModelSpec s = model("cpu-sim-16l.yaml");
+  const SimWorkload w = cpu_workload();
+  ClusterSpec c = cpu_host({1, 0.9, 0.6, 0.45});
+  CoreSharing& sh = c.gpu.measured.sharing;
+  sh.stickiness = {{3, 1.0}, {4, 1.0}};
+  sh.hop_s = 0.1e-3, sh.busy_hop_s = 3e-3;
+  sh.hop_samples_s.clear(), sh.busy_hop_samples_s.clear();
+  SimLayout pp2, pp3;
+  pp2.pipeline = 2;
+  pp3.pipeline = 3;
+  const SimResult a = simulate_layout(s, c, w, pp3, /*record=*/true), b = simulate_layout(s, c, w, pp2, true);
+  ASSERT_TRUE(a.fits && b.fits) << a.why_not << b.why_not;
+  EXPECT_GT(busy_hops_with_a_cpu_free(a, 2, sh.busy_hop_s), 0);
+  EXPECT_EQ(busy_hops_with_a_cpu_free(b, 2, sh.busy_hop_s), 0);
 }
 
 // `conveyor plan --trace`: the spans a simulated run keeps are its stages' tasks (the stage occupied:
