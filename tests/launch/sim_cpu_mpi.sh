@@ -7,7 +7,7 @@
 # doctor: over the 15 runs of 2026-12-06 re-simulated with today's simulator (benchmarks/resim_cpu.py on
 # benchmarks/results/cpu/2026-12-06-r12 and -r13) those held both bounds in 15 / 13 / 15 of 15; a miss came
 # from the host (a run where something else took rank 0's CPU). pp 3 and pp 4 put 3 and 4 single-thread
-# ranks on a 2-core runner's CPUs: they held 11 and 3 of 15 (pp 4's stages idle 3-10 points more than
+# ranks on a 2-core runner's CPUs: they held 11 and 4 of 15 (pp 4's stages idle 3-10 points more than
 # simulated: the ring probe's speeds beyond the CPUs are lower than the runs meet), so their bounds are
 # reported, not enforced, and issue 18 stays open on them.
 set -u
