@@ -54,11 +54,16 @@ def doctor(conveyor, out):
                      "runtime.cpu_threads=1", "--bytes", "16M", "--iters", "5", "--output-json", path],
         os.path.join(out, "doctor.log"))
     cluster = os.path.join(out, "cluster.yaml")
-    with open(cluster, "w") as f:
+    write_cluster(cluster, "doctor.json")
+    return path, cluster
+
+
+def write_cluster(path, doctor_json):
+    """The cluster file of this host as the simulator sees it: every speed from doctor_json (relative to path)."""
+    with open(path, "w") as f:
         f.write("# This host as the simulator sees it: every speed from doctor.json (benchmarks/sim_cpu.py).\n"
                 "name: this CPU host (MPI ranks of the CPU backend, 1 thread each)\nnodes: 1\ngpus_per_node: 4\n"
-                "gpu:\n  preset: cpu\n  doctor_json: doctor.json\nintra_node: doctor\nprecision: fp32\n")
-    return path, cluster
+                f"gpu:\n  preset: cpu\n  doctor_json: {doctor_json}\nintra_node: doctor\nprecision: fp32\n")
 
 
 def common(size, doctor_json):

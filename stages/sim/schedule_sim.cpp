@@ -430,8 +430,9 @@ class EventLoop {
     if (!model_.per_cpu_queues()) return false;
     const CpuRunQueues& q = run_queues_[static_cast<size_t>(node)];
     const int mine = q.last_cpu(static_cast<int>(stage));
+    if (mine < 0) return false;
     for (size_t s = 0; s < tasks_.size(); ++s)
-      if (s != stage && tasks_[s].busy && mine >= 0 && q.cpu_of(static_cast<int>(s)) == mine) return true;
+      if (s != stage && tasks_[s].busy && q.cpu_of(static_cast<int>(s)) == mine) return true;
     return false;
   }
 
