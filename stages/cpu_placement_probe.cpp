@@ -31,17 +31,6 @@ int64_t ns_of(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-// Sleeps until `until` the way wait_politely waits for a message (stages/cpu_transport.h): naps of 2 us
-// doubling up to 100 us. Each nap ends in a wake-up, and each wake-up is a chance for the scheduler to
-// place the rank anew; a plain sleep_until would wake once.
-void sleep_politely(Clock::time_point until) {
-  auto pause = std::chrono::microseconds(2);
-  while (Clock::now() < until) {
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(100));
-  }
-}
-
 // A decode-sized matmul (16 rows, 4 MiB of weights), its CPU noted after each call.
 struct Work {
   std::vector<float> w, x = std::vector<float>(size_t(16) * 1024, 0.5f), y = std::vector<float>(size_t(16) * 1024);
@@ -71,11 +60,11 @@ PlacementTrace run_rank(int rank, int ranks, Clock::time_point start, Clock::tim
     return t;
   }
   const auto cycle = kCompute + kSleep;
-  sleep_politely(start + cycle * (rank - 1) / (ranks - 1));
+  nap_until(start + cycle * (rank - 1) / (ranks - 1));
   while (Clock::now() < end) {
     const Clock::time_point phase_end = std::min(Clock::now() + kCompute, end);
     work.until(phase_end, &t);
-    sleep_politely(phase_end + kSleep);
+    nap_until(phase_end + kSleep);
   }
   return t;
 }

@@ -29,6 +29,7 @@
 #include "runtime/sampling/sampler.h"
 #include "stages/cpu_ceilings.h"
 #include "stages/cpu_placement_probe.h"
+#include "stages/cpu_quantum_probe.h"
 #include "stages/cpu_probe_mpi.h"
 #include "stages/cpu_ring_probe.h"
 #include "stages/cpu_transport.h"
@@ -522,6 +523,7 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
   }
   const nlohmann::json tp_round = tp_round_section(node, rank, size, gemm, best.front(), speed);
   const nlohmann::json stayer = measure_stayer_placement(node);
+  const nlohmann::json quantum = measure_cpu_quantum(node);
   const nlohmann::json ring = measure_ring_speed(node, [&] { gemm.call(16, 1024, 1024); }, best.front());
   std::vector<double> hop(1, 0.0), busy_hop(1, 0.0);  // seconds per hop, one per sample
   if (size >= 2) {
@@ -543,6 +545,8 @@ nlohmann::json measure_core_sharing(MPI_Comm comm) {
                          "sends), rank 1 receives them; mean "
                          "of 30 send-to-received times with the node's other ranks idle (hop_us) and with ranks 2, 3, "
                          "... computing so that the node's CPUs are all taken (busy_hop_us)"}};
+  if (quantum["turns"].get<int>() > 0) out["quantum_us"] = quantum["quantum_us"];
+  out["quantum"] = quantum;
   if (!stayer.is_null()) {
     out["stickiness"] = nlohmann::json::array();
     for (const auto& b : stayer["by_ranks"])

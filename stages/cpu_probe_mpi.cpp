@@ -18,6 +18,14 @@ void wait_napping(MPI_Request* r) {
   }
 }
 
+void nap_until(std::chrono::steady_clock::time_point until) {
+  auto pause = std::chrono::microseconds(2);
+  while (std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(100));
+  }
+}
+
 void polite_barrier(MPI_Comm comm) {
   MPI_Request r;
   CONVEYOR_MPI_CHECK(MPI_Ibarrier(comm, &r));

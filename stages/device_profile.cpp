@@ -217,12 +217,13 @@ CoreSharing core_sharing(const nlohmann::json& j, const std::string& where) {
                    ".speed entries must be numbers in (0, 1.5], got ", v.dump());
     c.speed.push_back(v.get<double>());
   }
-  for (const char* key : {"hop_us", "busy_hop_us", "slice_us"}) {
+  const std::pair<const char*, double*> times[] = {
+      {"hop_us", &c.hop_s}, {"busy_hop_us", &c.busy_hop_s}, {"slice_us", &c.slice_s}, {"quantum_us", &c.quantum_s}};
+  for (const auto& [key, to] : times) {
     if (!j.contains(key)) continue;
     CONVEYOR_CHECK(j.at(key).is_number() && j.at(key).get<double>() >= 0, where, ": ", path, ".", key,
                    " must be a number >= 0, got ", j.at(key).dump());
-    const std::string k = key;
-    (k == "hop_us" ? c.hop_s : k == "busy_hop_us" ? c.busy_hop_s : c.slice_s) = j.at(key).get<double>() * 1e-6;
+    *to = j.at(key).get<double>() * 1e-6;
   }
   if (j.contains("stickiness")) {
     CONVEYOR_CHECK(j.at("stickiness").is_array(), where, ": ", path, ".stickiness must be an array of {ranks, value}");

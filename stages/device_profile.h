@@ -73,6 +73,10 @@ struct CoreSharing {
   // (MPI's progress loop when oversubscribed) and a co-runner keeps it up to this long: the scheduler's
   // slice as a TP pair meets it (cpu_probe's yield probe). 0: not measured, plain processor sharing.
   double slice_s = 0;
+  // The scheduler's slice between ranks that share one CPU and never wait (doctor's quantum probe): the
+  // simulated run queues give a shared CPU to its ranks in turns of this long (stages/sim/cpu_run_queues.h).
+  // 0: not measured, the queued ranks share their CPU at once.
+  double quantum_s = 0;
   // How long a co-runner that is itself a TP rank keeps that CPU, by its own turn (solo seconds of work
   // between its all-reduces), ascending turns: (turn, hold). Empty: min(turn, slice_s).
   std::vector<std::pair<double, double>> holds;

@@ -141,7 +141,8 @@ class PipelineModel {
       for (int s = 0; s < l.pipeline; ++s)
         for (int t = 0; t < l.tensor; ++t)
           ++ranks_on_node_[static_cast<size_t>(((d * l.pipeline + s) * l.tensor + t) / c.gpus_per_node)][static_cast<size_t>(s)];
-    per_cpu_queues_ = !sharing().stickiness.empty() && sharing().cpus > 0 && w_.tensor <= 1;
+    const bool queues = !sharing().stickiness.empty() || sharing().quantum_s > 0;  // measured for them
+    per_cpu_queues_ = queues && sharing().cpus > 0 && w_.tensor <= 1;
     for (const std::vector<int>& node : ranks_on_node_) {
       int ranks = 0;
       for (int n : node) ranks += n, per_cpu_queues_ = per_cpu_queues_ && n <= 1;
@@ -170,11 +171,10 @@ struct RequestTimes {
   double first = 0, last = 0;
 };
 
-// Engine::step's loop over simulated stages, event by event. A plan's work on a stage is a task that
-// starts when the plan has arrived and the stage is free (plans keep their order on every stage). While
-// k ranks of a node run tasks, each runs at sharing.at(k) of its speed alone (beyond the node's CPUs, TP
-// ranks by their turns: cpu_node_rates), so starting or ending a task moves the ends of the others on its
-// node; without sharing every task takes its work exactly.
+// Engine::step's loop over simulated stages, event by event. A plan's work on a stage is a task that starts when
+// the plan has arrived and the stage is free (plans keep their order on every stage). While k ranks of a node run
+// tasks, each runs at sharing.at(k) of its speed alone (or as the run queues or cpu_node_rates give it), so
+// starting or ending a task (or a turn) moves the ends of the others on its node; without sharing, its work.
 class EventLoop {
  public:
   EventLoop(const PipelineModel& model, const SimWorkload& w, int M, int64_t requests, int64_t num_blocks, SimResult* r,
@@ -221,6 +221,8 @@ class EventLoop {
         }
       }
       if (e.kind == Event::kWake) leader(e.t);
+      if (e.kind == Event::kTurn && e.version == turn_version_[e.stage])  // e.stage: the node
+        run_queues_[e.stage].end_turns(e.t), share(static_cast<int>(e.stage), e.t);
     }
     r_->plans = sched_.stats().plans;
     r_->preemptions = sched_.stats().preemptions;
@@ -245,10 +247,11 @@ class EventLoop {
     bool receiving = false;  // taking its next plan's messages (CoreSharing's hop), not computing
     int64_t flight = 0;
     double start = 0, end = 0, rate = 1;
+    double left = 0, since = 0;  // work left at `since`, the last change of rate
     uint64_t version = 0;
   };
   struct Event {
-    enum Kind { kTaskEnd, kArrive, kStart, kResult, kWake } kind;
+    enum Kind { kTaskEnd, kArrive, kStart, kResult, kWake, kTurn } kind;
     double t;
     uint64_t order;  // ties: in the order pushed
     size_t stage;
@@ -350,8 +353,10 @@ class EventLoop {
     task.start = t;
     task.rate = 1;
     task.end = t + flight(f).t[s].work();
+    task.left = flight(f).t[s].work();
+    task.since = t;
     if (model_.sharing().any()) {
-      task.rate = 0;  // set by share()
+      task.rate = -1;  // set by share()
       share(model_.node_of(s), t);
     } else {
       push(Event::kTaskEnd, task.end, s, f, ++task.version);
@@ -365,7 +370,7 @@ class EventLoop {
       std::vector<bool> busy(tasks_.size(), false);
       for (size_t s = 0; s < tasks_.size(); ++s) busy[s] = tasks_[s].busy && model_.node_of(s) == node;
       CpuRunQueues& q = run_queues_[static_cast<size_t>(node)];
-      q.settle(busy);
+      q.settle(busy, now_);
       return q.rates(model_.pipeline_sharing(node), model_.node_sticky(node));
     }
     std::vector<int> ranks(tasks_.size(), 0);
@@ -378,19 +383,24 @@ class EventLoop {
     return cpu_node_rates(model_.sharing(), ranks, turns);
   }
 
-  // Every busy task of `node` at the speed its node's busy ranks allow; a task whose rate changes gets a
-  // new end (the old end event goes stale).
+  // Every busy task of `node` at the speed its node's busy ranks allow; a task whose rate changes gets a new end
+  // (the old end event goes stale), none while its rank waits for its turn (rate 0); the next turn's end too.
   void share(int node, double t) {
+    now_ = t;
     const std::vector<double> rates = shares(node);
     for (size_t s = 0; s < tasks_.size(); ++s) {
       Task& task = tasks_[s];
       const double rate = rates[s];
       if (!task.busy || model_.node_of(s) != node || task.rate == rate) continue;
-      const double left = task.rate > 0 ? (task.end - t) * task.rate : flight(task.flight).t[s].work();
+      if (task.rate > 0) task.left = std::max(0.0, task.left - (t - task.since) * task.rate);
+      task.since = t;
       task.rate = rate;
-      task.end = t + left / rate;
-      push(Event::kTaskEnd, task.end, s, task.flight, ++task.version);
+      ++task.version;
+      if (rate > 0) push(Event::kTaskEnd, task.end = t + task.left / rate, s, task.flight, task.version);
     }
+    const size_t n = static_cast<size_t>(node);
+    const double turn = model_.per_cpu_queues() ? run_queues_[n].next_turn_end() : INFINITY;
+    if (std::isfinite(turn)) push(Event::kTurn, turn, n, 0, ++turn_version_[n]);
   }
 
   void task_end(const Event& e) {
@@ -436,12 +446,10 @@ class EventLoop {
     return false;
   }
 
-  // How long a rank of `stage` takes to have a message in hand once it turns to it (CoreSharing: a
-  // wake-up and MPI's receive); 0 on GPUs. The busy hop where doctor measured it: while the node's CPUs
-  // are all computing, or, with its run queues simulated, while another rank computes on the CPU the
-  // receiver naps on (doctor's busy probe has both; its idle probe neither: the receiver naps on a CPU of
-  // its own). At pp 3 on 2 CPUs the last stage's rank shares a CPU with the first's, and its hops measured
-  // 1.3 ms on average, not the idle 0.3 ms (benchmarks/results/cpu/2026-12-06-r13).
+  // How long a rank of `stage` takes to have a message in hand once it turns to it (CoreSharing: a wake-up and
+  // MPI's receive); 0 on GPUs. The busy hop where doctor measured it: while the node's CPUs are all computing, or
+  // another rank computes on the CPU the receiver naps on (doctor's busy probe has both, its idle probe neither);
+  // pp 3's last stage naps on the first's CPU on 2 CPUs: 1.3 ms, not 0.3 (benchmarks/results/cpu/2026-12-06-r13).
   double hop(size_t stage) const {
     const CoreSharing& c = model_.sharing();
     if (!c.any()) return 0.0;
@@ -471,9 +479,11 @@ class EventLoop {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t next_order_ = 0;
   bool waiting_ = false, finished_ = false;
+  double now_ = 0;  // the time share() runs at (the run queues' turns start then)
   std::set<int64_t> tuned_layers_, tuned_head_;  // GEMM tuning buckets met (charge_first_use)
   std::vector<CpuRunQueues> run_queues_ = std::vector<CpuRunQueues>(
-      static_cast<size_t>(model_.nodes()), CpuRunQueues(model_.sharing().cpus));
+      static_cast<size_t>(model_.nodes()), CpuRunQueues(model_.sharing().cpus, model_.sharing().quantum_s));
+  std::vector<uint64_t> turn_version_ = std::vector<uint64_t>(static_cast<size_t>(model_.nodes()), 0);
 };
 
 // The CPU backend's pool (stages/pipeline_stage.cpp): cache.cpu_kv_cache_space per rank, whatever the

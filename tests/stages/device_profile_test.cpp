@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <utility>
 
 #include "runtime/core/error.h"
 #include "stages/cpu_placement_probe.h"
+#include "stages/cpu_quantum_probe.h"
 #include "stages/cpu_ring_probe.h"
 #include "tests/support/test_support.h"
 
@@ -251,6 +253,26 @@ TEST(DeviceProfile, RingProbeReadsSpeedByRanksComputing) {
   late.add({a, b}, 3 * ms);  // only rank 1's second call starts that late
   EXPECT_EQ(late.calls, (std::vector<double>{1, 0}));
   EXPECT_EQ(late.speed(1e-3)[1], 0.0);  // never met: 0
+}
+
+// Doctor's quantum probe (stages/cpu_quantum_probe.h): a shared CPU's turns in a thread's clock stamps, the
+// runs cut by the window left out; and the simulator reads the slice as quantum_us (0 without it).
+TEST(DeviceProfile, QuantumProbeReadsTurnsAndTheSliceIsRead) {
+  const int64_t us = 1000;
+  std::vector<int64_t> stamps;  // every 2 us through runs of 0-1, 2-6, 7-10 and 12-15 ms (gaps of 1-2 ms)
+  for (const auto& [from, to] : std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {2, 6}, {7, 10}, {12, 15}})
+    for (int64_t t = from * 1000 * us; t < to * 1000 * us; t += 2 * us) stamps.push_back(t);
+  const std::vector<double> runs = interior_runs(stamps, 50 * us);
+  ASSERT_EQ(runs.size(), 2u);  // the first (0-1 ms) and the last (12-15 ms) are cut by the window
+  EXPECT_NEAR(runs[0], 3.998e-3, 1e-9);
+  EXPECT_NEAR(runs[1], 2.998e-3, 1e-9);
+  EXPECT_TRUE(interior_runs({1, 2, 3}, 50 * us).empty());  // never descheduled: no whole turn
+  nlohmann::json j = load("doctor_cpu.json");
+  EXPECT_EQ(device_profile_from_json(j, "cpu.json").sharing.quantum_s, 0.0);
+  j["device"]["sharing"]["quantum_us"] = 4000;
+  EXPECT_DOUBLE_EQ(device_profile_from_json(j, "cpu.json").sharing.quantum_s, 4e-3);
+  j["device"]["sharing"]["quantum_us"] = -1;
+  EXPECT_NE(error_of(j).find("device.sharing.quantum_us must be a number >= 0"), std::string::npos) << error_of(j);
 }
 
 // The CPU backend's doctor (stages/cpu_probe.h): dtype, ceilings, unpadded rows, the sampler, the small

@@ -298,6 +298,51 @@ TEST(ScheduleSim, CpuRunQueuesPlaceRanksAsTheKernelDoes) {
   for (double x : four.rates(c, 1.0)) EXPECT_NEAR(x, 0.45, 1e-12);
 }
 
+// With doctor's slice (CoreSharing::quantum_s) a CPU's ranks take turns: the rank whose turn it is gets the CPU's
+// whole share and the others none; a rank that starts on a taken CPU goes first (wake-up preemption); at the end
+// of a turn the next queued rank takes it; a CPU left idle pulls a rank whose turn it is not.
+TEST(ScheduleSim, CpuRunQueuesTakeTurnsWhereASliceIsMeasured) {
+  CoreSharing c;
+  c.cpus = 2;
+  c.speed = {1.0, 0.9, 0.6, 0.45};
+  CpuRunQueues q(2, 4e-3);
+  q.settle({true, true, false}, 0.0);
+  EXPECT_TRUE(std::isinf(q.next_turn_end()));  // a CPU each: no turns
+  EXPECT_EQ(q.rates(c, -1), (std::vector<double>{0.9, 0.9, 0.0}));
+  q.settle({true, true, true}, 1e-3);  // rank 2 starts on CPU 0 (2 % 2), taken: it goes first
+  EXPECT_EQ(q.cpu_of(2), 0);
+  EXPECT_TRUE(q.runs(2) && q.runs(1) && !q.runs(0));
+  EXPECT_EQ(q.rates(c, -1), (std::vector<double>{0.0, 3 * 0.6 / 2, 3 * 0.6 / 2}));  // a CPU's share: 3 at(3) / 2
+  EXPECT_DOUBLE_EQ(q.next_turn_end(), 5e-3);
+  q.end_turns(5e-3);  // rank 2's turn ends, rank 0's begins
+  EXPECT_TRUE(q.runs(0) && !q.runs(2));
+  EXPECT_DOUBLE_EQ(q.next_turn_end(), 9e-3);
+  q.settle({true, false, true}, 6e-3);  // rank 1 stops: CPU 1 pulls rank 2, whose turn it was not
+  EXPECT_EQ(q.cpu_of(0), 0);
+  EXPECT_EQ(q.cpu_of(2), 1);
+  EXPECT_TRUE(std::isinf(q.next_turn_end()));
+  EXPECT_EQ(q.rates(c, -1), (std::vector<double>{0.9, 0.0, 0.9}));
+}
+
+// Turns against sharing at once, simulated pp 3 on 2 CPUs: the same plans; a task run in turns of the CPU's whole
+// share ends sooner than one sharing it throughout, so the stages wait longer (bubbles grow). pp 2 is unchanged.
+TEST(ScheduleSim, TurnsOnASharedCpuWidenThePipelinesBubbles) {
+  const ModelSpec s = model("cpu-sim-16l.yaml");
+  const SimWorkload w = cpu_workload();
+  ClusterSpec at_once = cpu_host({1, 0.9, 0.6, 0.45}), turns = at_once;
+  at_once.gpu.measured.sharing.stickiness = {{3, 1.0}};
+  turns.gpu.measured.sharing.quantum_s = 4e-3;
+  SimLayout pp2, pp3;
+  pp2.pipeline = 2, pp3.pipeline = 3;
+  const SimResult a = simulate_layout(s, at_once, w, pp3), b = simulate_layout(s, turns, w, pp3);
+  ASSERT_TRUE(a.fits && b.fits) << a.why_not << b.why_not;
+  EXPECT_EQ(a.plans, b.plans);
+  double bubble_a = 0, bubble_b = 0;  // summed over the stages
+  for (size_t i = 0; i < 3; ++i) bubble_a += a.stages[i].bubble, bubble_b += b.stages[i].bubble;
+  EXPECT_GT(bubble_b, bubble_a + 0.01) << bubble_a << " vs " << bubble_b;
+  EXPECT_EQ(simulate_layout(s, at_once, w, pp2).elapsed_s, simulate_layout(s, turns, w, pp2).elapsed_s);
+}
+
 // In a simulated pp 3 on 2 CPUs: stickiness 0 is processor sharing to the last bit; with the run queues
 // kept (stickiness 1) the plans are the same, the stages no longer slow down alike, and pp 2 (never
 // more ranks than CPUs) does not change. TP layouts keep cpu_node_rates.
