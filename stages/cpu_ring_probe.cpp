@@ -19,7 +19,10 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kPhaseSoloS = 8e-3;
 constexpr int kPhasesPerRank = 48;  // ~0.5-1 s a ring; the first round is not counted (start-up)
-constexpr int kRepeats = 2;         // rings per r, pooled: one ring's mix of placements varies
+// Rings per r, each read alone, and per k the median of their speeds: one ring's mix of placements varies, and
+// another process's burst on the host slows one ring, not all (two rings pooled let one slow ring pull a run's
+// speeds 20% low: benchmarks/results/cpu/2026-12-06-r14).
+constexpr int kRepeats = 3;
 
 int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
 
@@ -105,6 +108,23 @@ std::vector<double> RingSpeed::speed(double solo_call_s) const {
   return s;
 }
 
+std::vector<double> median_speed(const std::vector<std::vector<double>>& rings) {
+  std::vector<double> out;
+  for (size_t k = 0;; ++k) {
+    std::vector<double> met;
+    bool any = false;
+    for (const std::vector<double>& r : rings) {
+      if (k >= r.size()) continue;
+      any = true;
+      if (r[k] > 0) met.push_back(r[k]);
+    }
+    if (!any) return out;
+    std::sort(met.begin(), met.end());
+    const size_t n = met.size();
+    out.push_back(n == 0 ? 0.0 : n % 2 ? met[n / 2] : (met[n / 2 - 1] + met[n / 2]) / 2);
+  }
+}
+
 nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& call, double solo_calls_per_s) {
   int rank = 0, size = 1;
   MPI_Comm_rank(node, &rank);
@@ -114,7 +134,7 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
   const int calls = std::max(1, static_cast<int>(std::lround(kPhaseSoloS * solo_calls_per_s)));
   nlohmann::json by_ranks = nlohmann::json::array();
   for (int ranks = cpus + 1; ranks <= size; ++ranks) {
-    RingSpeed counts;
+    std::vector<std::vector<double>> rings;
     for (int rep = 0; rep < kRepeats; ++rep) {
       polite_barrier(node);
       const RingTrace mine = rank < ranks ? run_ring_rank(node, rank, ranks, kPhasesPerRank, calls, call) : RingTrace{};
@@ -122,10 +142,12 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
       std::vector<RingTrace> all = gather_rings(node, mine);
       if (rank != 0) continue;
       all.resize(static_cast<size_t>(ranks));
-      counts.add(all, all[0].phases[static_cast<size_t>(ranks)].first);  // from rank 0's second round
+      RingSpeed one;
+      one.add(all, all[0].phases[static_cast<size_t>(ranks)].first);  // from rank 0's second round
+      rings.push_back(one.speed(1.0 / solo_calls_per_s));
     }
     std::vector<double> speed(static_cast<size_t>(ranks), 0.0);
-    if (rank == 0) speed = counts.speed(1.0 / solo_calls_per_s);
+    if (rank == 0) speed = median_speed(rings);
     CONVEYOR_MPI_CHECK(MPI_Bcast(speed.data(), ranks, MPI_DOUBLE, 0, node));
     by_ranks.push_back({{"ranks", ranks}, {"speed", speed}, {"calls_per_phase", calls}});
   }
@@ -133,8 +155,8 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
           {"method", "r = cpus + 1 .. the node's ranks pass r tokens round a ring: each waits for its predecessor's token "
                      "in naps of 2-100 us (as wait_politely), computes " + std::to_string(calls) + " calls of the sharing "
                      "probe's matmul (~8 ms alone) and sends it on, " + std::to_string(kPhasesPerRank) + " phases a rank, "
-                     "two rings per r, the first round not counted; speed[k - 1]: the solo time of the calls made while k "
-                     "ranks computed over the time they took"}};
+                     "three rings per r, the first round not counted; speed[k - 1]: the solo time of the calls made while "
+                     "k ranks computed over the time they took, the median of the rings'"}};
 }
 
 }  // namespace conveyor

@@ -36,6 +36,9 @@ struct RingSpeed {
   std::vector<double> speed(double solo_call_s) const;
 };
 
+// Per k, the median of the rings' speed[k - 1] where they met k ranks (0 where none did).
+std::vector<double> median_speed(const std::vector<std::vector<double>>& rings);
+
 // Collective over the node's ranks (more than its CPUs, else null: with a CPU each, a rank's place does not
 // decide its speed): the ring with the node's first r ranks (the others wait without spinning) for
 // r = cpus + 1 .. the node's ranks, `call` being one call of the sharing probe
