@@ -1,7 +1,7 @@
 // Doctor's quantum probe on a CPU host (part of device.sharing): how the scheduler shares one CPU between two
 // ranks that both want it. Two threads of rank 0, pinned to the CPU it runs on, compute in steps of ~2 us and
 // stamp the clock after each; a gap in a thread's stamps is a time it did not run, so the runs between gaps
-// are its turns (quantum_us: their mean). Then one thread computes without a pause while the other naps as
+// are its turns (quantum_us: their median). Then one thread computes without a pause while the other naps as
 // wait_politely does and computes 2 ms at a time: its wall time over its time alone is woken_stretch (1.0: a
 // rank that wakes onto a taken CPU runs first, as Linux's wake-up preemption gives it; 2.0 and more: it shares
 // the CPU from the start or waits a turn). This machine (Linux 6.18, HZ 250): turns of 4.0 ms, and 85-90% of
