@@ -4,9 +4,9 @@
 // are its turns (quantum_us: their median). Then one thread computes without a pause while the other naps as
 // wait_politely does and computes 2 ms at a time: its wall time over its time alone is woken_stretch (1.0: a
 // rank that wakes onto a taken CPU runs first, as Linux's wake-up preemption gives it; 2.0 and more: it shares
-// the CPU from the start or waits a turn). This machine (Linux 6.18, HZ 250): turns of 4.0 ms, and 85-90% of
-// the bursts ran first (x1.00), the others waited one turn (x3.0). The simulator's run queues take turns of quantum_us and put a waking rank
-// first (stages/sim/cpu_run_queues.h).
+// the CPU from the start or waits a turn). This machine (Linux 6.18, HZ 250): turns of 4.0 ms, and 78-98% of
+// the bursts ran first (x1.00), the others waited one turn (x3.0). The simulator's run queues take turns of
+// quantum_us and put a waking rank first (stages/sim/cpu_run_queues.h).
 #pragma once
 
 #include <mpi.h>

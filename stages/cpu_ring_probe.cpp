@@ -155,8 +155,8 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
           {"method", "r = cpus + 1 .. the node's ranks pass r tokens round a ring: each waits for its predecessor's token "
                      "in naps of 2-100 us (as wait_politely), computes " + std::to_string(calls) + " calls of the sharing "
                      "probe's matmul (~8 ms alone) and sends it on, " + std::to_string(kPhasesPerRank) + " phases a rank, "
-                     "three rings per r, the first round not counted; speed[k - 1]: the solo time of the calls made while "
-                     "k ranks computed over the time they took, the median of the rings'"}};
+                     "three rings per r, the first round not counted; speed[k - 1]: the solo time of the calls made "
+                     "while k ranks computed over the time they took, the median of the rings'"}};
 }
 
 }  // namespace conveyor

@@ -4,11 +4,11 @@
 # and prints measured vs predicted output tok/s and per-stage bubble. It fails when the simulator did not
 # take the run's split or make its scheduler plans (exact, whatever the load, every layout), and when pp 1,
 # pp 2, pp 3 or pp 2 x tp 2 is outside the timing bounds (20%, 5 points) after two reruns, each with a fresh
-# doctor. Over the 13 small runs of 2026-12-06 (benchmarks/resim_cpu.py --quantum-us 3850 on the committed
-# ones, benchmarks/results/cpu/2026-12-06-r14 the rest) those held both bounds on a first try in 13 / 9 / 10 / 12
-# of 13; the misses came from the host (a doctor whose ring probe or a run something else slowed). pp 4 puts 4
-# single-thread ranks on a 2-core runner's CPUs and held 7 of 13: its bounds are reported, not enforced, and
-# issue 18 stays open on it.
+# doctor. On their first try, in the 15 small runs of benchmarks/results/cpu/2026-12-06-r14 (the simulator's run
+# queues taking turns of doctor's measured slice), those held both bounds in 15 / 10 / 12 / 11 of 15; the misses
+# came from the host (a run or the doctor's ring probe something else slowed) or one stage's bubble. pp 4 puts 4
+# single-thread ranks on a 2-core runner's CPUs and held 11 of 15 (misses of 5.2-6.7 points): its bounds are
+# reported, not enforced, and issue 18 stays open on it.
 set -u
 bin=$1
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
