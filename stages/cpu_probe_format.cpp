@@ -46,6 +46,13 @@ std::string format_cpu_device(const nlohmann::json& d) {
       os << line;
     }
     os << " (" << d.at("sharing").at("cpus").get<int>() << " CPUs)\n";
+    if (d.at("sharing").contains("quantum_us")) {
+      const auto& q = d.at("sharing").at("quantum");
+      std::snprintf(line, sizeof(line), "  a shared CPU's turns (quantum probe) %.0f us; a 2 ms task woken beside a busy "
+                    "rank ran first in %.0f%% (x%.2f on average)\n", d.at("sharing").at("quantum_us").get<double>(),
+                    100 * q.at("woken_first").get<double>(), q.at("woken_stretch").get<double>());
+      os << line;
+    }
     if (d.at("sharing").contains("tp_round")) {
       const auto& t = d.at("sharing").at("tp_round");
       std::snprintf(line, sizeof(line), "  a TP pair's round %6.0f us alone, %6.0f us beside ranks computing (slice %.0f us)\n",

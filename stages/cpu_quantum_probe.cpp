@@ -34,12 +34,12 @@ void step() {
   sink = x;
 }
 
-void pin_to(int cpu) {
+// false where the host does not let a thread be pinned (the probe then measures nothing).
+bool pin_to(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
-  const int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-  CONVEYOR_CHECK(rc == 0, "doctor's quantum probe: could not pin a thread to CPU ", cpu, " (error ", rc, ")");
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
 // Steps until `end`, stamping the clock after each.
@@ -57,10 +57,12 @@ std::vector<int64_t> spin(Clock::time_point end) {
 std::vector<double> turns_on(int cpu) {
   const Clock::time_point end = Clock::now() + std::chrono::milliseconds(20) + kWindow;
   std::vector<int64_t> a, b;
-  std::thread other([&] { pin_to(cpu), b = spin(end); });
-  pin_to(cpu);
-  a = spin(end);
+  std::thread other([&] {
+    if (pin_to(cpu)) b = spin(end);
+  });
+  if (pin_to(cpu)) a = spin(end);
   other.join();
+  if (a.empty() || b.empty()) return {};  // not pinned: two threads on two CPUs would show no turns
   std::vector<double> runs = interior_runs(a, kGapNs), more = interior_runs(b, kGapNs);
   runs.insert(runs.end(), more.begin(), more.end());
   return runs;
@@ -69,7 +71,7 @@ std::vector<double> turns_on(int cpu) {
 // The steps a kBurst takes alone on `cpu` (the best of 5 tries), then, beside a thread that never pauses,
 // each burst's wall time over its time alone.
 std::vector<double> woken_stretches(int cpu) {
-  pin_to(cpu);
+  if (!pin_to(cpu)) return {};
   int64_t steps = 0;
   const Clock::time_point until = Clock::now() + kBurst;
   while (Clock::now() < until) step(), ++steps;
@@ -80,7 +82,9 @@ std::vector<double> woken_stretches(int cpu) {
     alone = std::min(alone, std::chrono::duration<double>(Clock::now() - t0).count());
   }
   const Clock::time_point end = Clock::now() + std::chrono::milliseconds(20) + kWindow;
-  std::thread spinner([&] { pin_to(cpu), spin(end); });
+  std::thread spinner([&] {
+    if (pin_to(cpu)) spin(end);
+  });
   std::vector<double> out;
   nap_until(Clock::now() + std::chrono::milliseconds(20));
   while (Clock::now() + kNap + 4 * kBurst < end) {
@@ -126,13 +130,12 @@ nlohmann::json measure_cpu_quantum(MPI_Comm node) {
   MPI_Comm_rank(node, &rank);
   double out[5] = {0, 0, 0, 0, 0};
   polite_barrier(node);
-  if (rank == 0) {
-    cpu_set_t before;
-    CONVEYOR_CHECK(pthread_getaffinity_np(pthread_self(), sizeof before, &before) == 0,
-                   "doctor's quantum probe: could not read this rank's CPU affinity");
+  cpu_set_t before;
+  if (rank == 0 && pthread_getaffinity_np(pthread_self(), sizeof before, &before) == 0) {
     const int cpu = sched_getcpu();
-    const std::vector<double> turns = turns_on(cpu), stretch = woken_stretches(cpu);
-    pthread_setaffinity_np(pthread_self(), sizeof before, &before);
+    const std::vector<double> turns = turns_on(cpu);
+    const std::vector<double> stretch = turns.empty() ? std::vector<double>{} : woken_stretches(cpu);
+    pthread_setaffinity_np(pthread_self(), sizeof before, &before);  // back to the CPUs it had
     out[0] = median(turns) * 1e6, out[1] = static_cast<double>(turns.size());
     out[2] = mean(stretch), out[3] = static_cast<double>(stretch.size());
     out[4] = static_cast<double>(std::count_if(stretch.begin(), stretch.end(), [](double x) { return x < 1.5; })) /
