@@ -14,7 +14,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <random>
 #include <vector>
 
