@@ -26,7 +26,8 @@ def resimulate(conveyor, run_dir, tmp, quantum_us=None):
     if quantum_us is not None and "quantum_us" not in d["device"]["sharing"]:
         d["device"]["sharing"]["quantum_us"] = quantum_us
         doctor = os.path.join(tmp, "doctor.json")
-        json.dump(d, open(doctor, "w"))
+        with open(doctor, "w") as f:
+            json.dump(d, f)
     cluster = os.path.join(tmp, "cluster.yaml")
     sim_cpu.write_cluster(cluster, doctor)
     cells, outside = [], 0

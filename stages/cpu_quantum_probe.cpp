@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "runtime/core/error.h"
+#include "runtime/core/percentile.h"
 #include "stages/cpu_probe_mpi.h"
 
 namespace conveyor {
@@ -101,15 +102,6 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
-// A turn cut short (another thread's wake-up on that CPU, a timer) pulls the mean of the turns down; the median
-// is the slice (4.0 ms in nearly every turn on this machine, means 2.9-3.9 ms).
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 }  // namespace
 
 std::vector<double> interior_runs(const std::vector<int64_t>& stamps_ns, int64_t gap_ns) {
@@ -136,7 +128,9 @@ nlohmann::json measure_cpu_quantum(MPI_Comm node) {
     const std::vector<double> turns = turns_on(cpu);
     const std::vector<double> stretch = turns.empty() ? std::vector<double>{} : woken_stretches(cpu);
     pthread_setaffinity_np(pthread_self(), sizeof before, &before);  // back to the CPUs it had
-    out[0] = median(turns) * 1e6, out[1] = static_cast<double>(turns.size());
+    // A turn cut short (another thread's wake-up on that CPU, a timer) pulls the mean down; the median is the
+    // slice (4.0 ms in nearly every turn on this machine, means 2.9-3.9 ms).
+    out[0] = percentile(turns, 0.5) * 1e6, out[1] = static_cast<double>(turns.size());
     out[2] = mean(stretch), out[3] = static_cast<double>(stretch.size());
     out[4] = static_cast<double>(std::count_if(stretch.begin(), stretch.end(), [](double x) { return x < 1.5; })) /
              std::max<double>(1, out[3]);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "runtime/core/error.h"
+#include "runtime/core/percentile.h"
 #include "stages/cpu_probe_mpi.h"
 
 namespace conveyor {
@@ -119,9 +120,7 @@ std::vector<double> median_speed(const std::vector<std::vector<double>>& rings) 
       if (r[k] > 0) met.push_back(r[k]);
     }
     if (!any) return out;
-    std::sort(met.begin(), met.end());
-    const size_t n = met.size();
-    out.push_back(n == 0 ? 0.0 : n % 2 ? met[n / 2] : (met[n / 2 - 1] + met[n / 2]) / 2);
+    out.push_back(percentile(met, 0.5));  // 0 where no ring met k ranks
   }
 }
 

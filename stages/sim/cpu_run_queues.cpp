@@ -56,13 +56,11 @@ void CpuRunQueues::settle(const std::vector<bool>& busy, double t) {
   cpu_.resize(busy.size(), -1);
   prev_.resize(busy.size(), -1);
   key_.resize(busy.size(), 0);
-  note_turns(t);  // the CPUs' turns before this change (a balance takes a rank whose turn it is not)
   for (size_t r = 0; r < busy.size(); ++r)
     if (!busy[r] && cpu_[r] >= 0) prev_[r] = cpu_[r], cpu_[r] = -1;
-  note_turns(t);
   for (size_t r = 0; r < busy.size(); ++r)
     if (busy[r] && cpu_[r] < 0) cpu_[r] = prev_[r] = place(static_cast<int>(r)), key_[r] = --front_;
-  note_turns(t);
+  note_turns(t);  // whose turn it is now (a balance takes a rank whose turn it is not)
   balance();
   note_turns(t);
 }

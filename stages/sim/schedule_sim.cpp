@@ -246,7 +246,7 @@ class EventLoop {
     bool busy = false;       // computing
     bool receiving = false;  // taking its next plan's messages (CoreSharing's hop), not computing
     int64_t flight = 0;
-    double start = 0, end = 0, rate = 1;
+    double start = 0, rate = 1;
     double left = 0, since = 0;  // work left at `since`, the last change of rate
     uint64_t version = 0;
   };
@@ -352,25 +352,24 @@ class EventLoop {
     task.flight = f;
     task.start = t;
     task.rate = 1;
-    task.end = t + flight(f).t[s].work();
     task.left = flight(f).t[s].work();
     task.since = t;
     if (model_.sharing().any()) {
       task.rate = -1;  // set by share()
       share(model_.node_of(s), t);
     } else {
-      push(Event::kTaskEnd, task.end, s, f, ++task.version);
+      push(Event::kTaskEnd, t + task.left, s, f, ++task.version);
     }
   }
 
   // Each busy stage's rate on `node` (the node's run queues at the speeds a pipeline of its ranks meets,
-  // or cpu_node_rates over the busy stages; an idle one's is unused).
-  std::vector<double> shares(int node) {
+  // or cpu_node_rates over the busy stages; an idle one's is unused), at time t.
+  std::vector<double> shares(int node, double t) {
     if (model_.per_cpu_queues()) {
       std::vector<bool> busy(tasks_.size(), false);
       for (size_t s = 0; s < tasks_.size(); ++s) busy[s] = tasks_[s].busy && model_.node_of(s) == node;
       CpuRunQueues& q = run_queues_[static_cast<size_t>(node)];
-      q.settle(busy, now_);
+      q.settle(busy, t);
       return q.rates(model_.pipeline_sharing(node), model_.node_sticky(node));
     }
     std::vector<int> ranks(tasks_.size(), 0);
@@ -386,8 +385,7 @@ class EventLoop {
   // Every busy task of `node` at the speed its node's busy ranks allow; a task whose rate changes gets a new end
   // (the old end event goes stale), none while its rank waits for its turn (rate 0); the next turn's end too.
   void share(int node, double t) {
-    now_ = t;
-    const std::vector<double> rates = shares(node);
+    const std::vector<double> rates = shares(node, t);
     for (size_t s = 0; s < tasks_.size(); ++s) {
       Task& task = tasks_[s];
       const double rate = rates[s];
@@ -396,7 +394,7 @@ class EventLoop {
       task.since = t;
       task.rate = rate;
       ++task.version;
-      if (rate > 0) push(Event::kTaskEnd, task.end = t + task.left / rate, s, task.flight, task.version);
+      if (rate > 0) push(Event::kTaskEnd, t + task.left / rate, s, task.flight, task.version);
     }
     const size_t n = static_cast<size_t>(node);
     const double turn = model_.per_cpu_queues() ? run_queues_[n].next_turn_end() : INFINITY;
@@ -479,7 +477,6 @@ class EventLoop {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t next_order_ = 0;
   bool waiting_ = false, finished_ = false;
-  double now_ = 0;  // the time share() runs at (the run queues' turns start then)
   std::set<int64_t> tuned_layers_, tuned_head_;  // GEMM tuning buckets met (charge_first_use)
   std::vector<CpuRunQueues> run_queues_ = std::vector<CpuRunQueues>(
       static_cast<size_t>(model_.nodes()), CpuRunQueues(model_.sharing().cpus, model_.sharing().quantum_s));
