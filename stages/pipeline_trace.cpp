@@ -1,6 +1,9 @@
 // Pipeline timelines: gathering, the usage summary and the Chrome trace (see pipeline_trace.h).
 #include "stages/pipeline_trace.h"
 
+#include <sched.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -26,9 +29,25 @@ const char* phase_name(Phase p) {
 
 bool is_gpu_phase(Phase p) { return p == Phase::kGpuCompute || p == Phase::kGpuTransfer; }
 
+int64_t StageTimeline::involuntary_switches() {
+  rusage u{};
+  return getrusage(RUSAGE_THREAD, &u) == 0 ? static_cast<int64_t>(u.ru_nivcsw) : -1;
+}
+
+void StageTimeline::add(int64_t step, Phase phase, double begin_s, double end_s, int64_t tokens) {
+  Span s{step, phase, begin_s, end_s, tokens};
+  if (!is_gpu_phase(phase)) {
+    s.cpu = sched_getcpu();
+    const int64_t n = involuntary_switches();
+    if (n >= 0 && switches_ >= 0) s.preempted = n - switches_;
+    switches_ = n;
+  }
+  spans_.push_back(s);
+}
+
 namespace {
 constexpr int kHeaderWords = 4;  // data, stage, tensor, span count
-constexpr int kSpanWords = 5;
+constexpr int kSpanWords = 7;
 constexpr int kGpuTrack = 1 << 20;  // tid offset of a rank's device track
 
 // Seconds of `phase` spans that no `cover` span overlaps.
@@ -69,10 +88,11 @@ std::pair<double, double> rank_busy_send(const RankTimeline& r) {
 }  // namespace
 
 std::vector<RankTimeline> gather_timelines(const StageTimeline& mine, int data, int stage, int tensor, MPI_Comm comm) {
-  // Spans as doubles: [data, stage, tensor, n, then per span step, phase, begin, end, tokens].
+  // Spans as doubles: [data, stage, tensor, n, then per span step, phase, begin, end, tokens, cpu, preempted].
   std::vector<double> flat = {double(data), double(stage), double(tensor), double(mine.spans().size())};
   for (const Span& s : mine.spans())
-    flat.insert(flat.end(), {double(s.step), double(static_cast<int>(s.phase)), s.begin_s, s.end_s, double(s.tokens)});
+    flat.insert(flat.end(), {double(s.step), double(static_cast<int>(s.phase)), s.begin_s, s.end_s, double(s.tokens),
+                             double(s.cpu), double(s.preempted)});
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -102,7 +122,7 @@ std::vector<RankTimeline> gather_timelines(const StageTimeline& mine, int data, 
     for (size_t i = 0; i < n; ++i) {
       const double* s = p + kHeaderWords + i * kSpanWords;
       t.spans.push_back(Span{static_cast<int64_t>(s[0]), static_cast<Phase>(static_cast<int>(s[1])), s[2], s[3],
-                             static_cast<int64_t>(s[4])});
+                             static_cast<int64_t>(s[4]), static_cast<int>(s[5]), static_cast<int64_t>(s[6])});
     }
     out.push_back(std::move(t));
   }
@@ -172,12 +192,15 @@ nlohmann::json chrome_trace(const std::vector<RankTimeline>& ranks, const Pipeli
       events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", 0}, {"tid", kGpuTrack + r.rank},
                         {"args", {{"sort_index", r.rank}}}});
     }
-    for (const Span& s : r.spans)
+    for (const Span& s : r.spans) {
+      nlohmann::json args = {{"micro_batch", s.step}, {"tokens", s.tokens}, {"stage", r.stage}};
+      if (s.cpu >= 0) args["cpu"] = s.cpu;
+      if (s.preempted >= 0) args["preempted"] = s.preempted;
       events.push_back({{"ph", "X"}, {"pid", 0}, {"tid", (is_gpu_phase(s.phase) ? kGpuTrack : 0) + r.rank},
                         {"cat", phase_name(s.phase)},
                         {"name", std::string(phase_name(s.phase)) + " mb " + std::to_string(s.step)},
-                        {"ts", s.begin_s * 1e6}, {"dur", (s.end_s - s.begin_s) * 1e6},
-                        {"args", {{"micro_batch", s.step}, {"tokens", s.tokens}, {"stage", r.stage}}}});
+                        {"ts", s.begin_s * 1e6}, {"dur", (s.end_s - s.begin_s) * 1e6}, {"args", args}});
+    }
   }
   return {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"conveyor_usage", usage.to_json()}};
 }

@@ -28,26 +28,33 @@ struct Span {
   double begin_s = 0;  // seconds since the common origin
   double end_s = 0;
   int64_t tokens = 0;  // tokens of the micro-batch
+  // A host phase's CPU when it ended (sched_getcpu) and the times the scheduler took that CPU from the rank's
+  // thread since the span before ended (involuntary context switches: turns lost to ranks sharing its CPU);
+  // -1 on device phases and where the host does not say.
+  int cpu = -1;
+  int64_t preempted = -1;
 };
 
 class StageTimeline {
  public:
-  StageTimeline() : origin_(std::chrono::steady_clock::now()) {}
+  StageTimeline() : origin_(std::chrono::steady_clock::now()), switches_(involuntary_switches()) {}
   double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin_).count(); }
-  void add(int64_t step, Phase phase, double begin_s, double end_s, int64_t tokens) {
-    spans_.push_back(Span{step, phase, begin_s, end_s, tokens});
-  }
+  void add(int64_t step, Phase phase, double begin_s, double end_s, int64_t tokens);
   const std::vector<Span>& spans() const { return spans_; }
   std::chrono::steady_clock::time_point origin() const { return origin_; }
   // Restarts the clock (call right after a barrier) and forgets the spans.
   void restart() {
     origin_ = std::chrono::steady_clock::now();
     spans_.clear();
+    switches_ = involuntary_switches();
   }
 
  private:
   std::chrono::steady_clock::time_point origin_;
   std::vector<Span> spans_;
+  // The calling thread's involuntary context switches so far (getrusage), -1 where the host does not say.
+  static int64_t involuntary_switches();
+  int64_t switches_;  // the thread's involuntary context switches when the last host span ended (or restart)
 };
 
 struct RankTimeline {

@@ -1,13 +1,19 @@
 // The usage summary from device spans: a GPU rank is busy for its kernels and sends only for the
 // transfer time no kernel overlaps; host-only ranks keep the host rule; the trace puts device spans
-// on their own track per rank.
+// on their own track per rank. Host spans carry their CPU and the turns their thread lost.
 #include "stages/pipeline_trace.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
 #include <set>
+#include <thread>
 #include <vector>
 
 namespace conveyor {
@@ -49,6 +55,61 @@ TEST(PipelineTrace, GpuRanksCountKernelsAndOnlyTheExposedTransfer) {
   EXPECT_EQ(host_tracks, (std::set<int>{0, 1}));
   ASSERT_EQ(gpu_tracks.size(), 1u);
   EXPECT_EQ(host_tracks.count(*gpu_tracks.begin()), 0u);
+}
+
+bool pin(pthread_t t, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(t, sizeof(set), &set) == 0;
+}
+
+// A host span notes the CPU it ended on and the turns its thread lost meanwhile: with a thread that never pauses
+// pinned to the same CPU, 40 ms of computing lose several turns to it (a slice is a few ms). A device span says
+// neither, and the trace shows both only where known.
+TEST(PipelineTrace, HostSpansSayTheirCpuAndTheTurnsLostToACoRunner) {
+  cpu_set_t before;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(before), &before), 0);
+  const int cpu = sched_getcpu();
+  ASSERT_GE(cpu, 0);
+  const bool pinned = pin(pthread_self(), cpu);
+  std::atomic<bool> stop{false};
+  std::thread hog([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  const bool hog_pinned = pin(hog.native_handle(), cpu);
+  StageTimeline tl;
+  const double t0 = tl.now();
+  volatile double sink = 0;
+  while (tl.now() - t0 < 0.04) sink = sink + 1.0;
+  tl.add(0, Phase::kCompute, t0, tl.now(), 4);
+  stop = true;
+  hog.join();
+  pthread_setaffinity_np(pthread_self(), sizeof(before), &before);
+  tl.add(0, Phase::kGpuCompute, t0, tl.now(), 4);
+
+  const Span& host = tl.spans()[0];
+  EXPECT_GE(host.cpu, 0);
+  ASSERT_GE(host.preempted, 0);
+  if (pinned && hog_pinned) {
+    EXPECT_EQ(host.cpu, cpu);
+    EXPECT_GE(host.preempted, 2) << "40 ms beside a pinned co-runner should lose turns";
+  }
+  EXPECT_EQ(tl.spans()[1].cpu, -1);
+  EXPECT_EQ(tl.spans()[1].preempted, -1);
+
+  const RankTimeline r = rank_with(0, 0, tl.spans());
+  const nlohmann::json trace = chrome_trace({r}, summarize_usage({r}));
+  int with_cpu = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const bool gpu = std::string(e["cat"]).rfind("gpu", 0) == 0;
+    EXPECT_EQ(e["args"].contains("cpu"), !gpu);
+    EXPECT_EQ(e["args"].contains("preempted"), !gpu);
+    if (!gpu) with_cpu += e["args"]["cpu"].get<int>() == host.cpu;
+  }
+  EXPECT_EQ(with_cpu, 1);
 }
 
 }  // namespace
