@@ -110,7 +110,7 @@ void write_simulated_trace(const ModelSpec& spec, const ClusterSpec& cluster, co
   }
   for (const SimSpan& x : r.spans)
     ranks[static_cast<size_t>(x.stage)].spans.push_back(
-        Span{x.step, x.send ? Phase::kSend : Phase::kCompute, x.begin_s, x.end_s, x.tokens});
+        Span{x.step, x.send ? Phase::kSend : Phase::kCompute, x.begin_s, x.end_s, x.tokens, x.cpu, x.preempted});
   const PipelineUsage usage = summarize_usage(ranks);
   std::ofstream out(path);
   CONVEYOR_CHECK(out.good(), "cannot write --trace ", path);

@@ -246,9 +246,9 @@ class EventLoop {
     bool busy = false;       // computing
     bool receiving = false;  // taking its next plan's messages (CoreSharing's hop), not computing
     int64_t flight = 0;
-    double start = 0, rate = 1;
-    double left = 0, since = 0;  // work left at `since`, the last change of rate
+    double start = 0, rate = 1, left = 0, since = 0;  // left: work left at `since`, the last change of rate
     uint64_t version = 0;
+    int lost = 0;  // turns lost to ranks sharing its CPU (rate from > 0 to 0), as a run's trace counts them
   };
   struct Event {
     enum Kind { kTaskEnd, kArrive, kStart, kResult, kWake, kTurn } kind;
@@ -354,6 +354,7 @@ class EventLoop {
     task.rate = 1;
     task.left = flight(f).t[s].work();
     task.since = t;
+    task.lost = 0;
     if (model_.sharing().any()) {
       task.rate = -1;  // set by share()
       share(model_.node_of(s), t);
@@ -391,6 +392,7 @@ class EventLoop {
       const double rate = rates[s];
       if (!task.busy || model_.node_of(s) != node || task.rate == rate) continue;
       if (task.rate > 0) task.left = std::max(0.0, task.left - (t - task.since) * task.rate);
+      task.lost += task.rate > 0 && rate == 0;
       task.since = t;
       task.rate = rate;
       ++task.version;
@@ -416,7 +418,9 @@ class EventLoop {
     out.send_s += st.send;
     if (record_) {
       const int64_t tokens = static_cast<int64_t>(flight(task.flight).plan.num_tokens());
-      r_->spans.push_back(SimSpan{static_cast<int>(s), task.flight, false, task.start, e.t, tokens});
+      const CpuRunQueues* q = model_.per_cpu_queues() ? &run_queues_[static_cast<size_t>(model_.node_of(s))] : nullptr;
+      r_->spans.push_back({static_cast<int>(s), task.flight, false, task.start, e.t, tokens,
+                           q ? q->cpu_of(static_cast<int>(s)) : -1, q ? task.lost : -1});
       if (s + 1 < P_) r_->spans.push_back(SimSpan{static_cast<int>(s), task.flight, true, e.t, e.t + st.send, tokens});
     }
     if (s + 1 < P_) {

@@ -66,6 +66,10 @@ struct SimSpan {
   bool send = false;  // the transfer to the next stage, else the compute
   double begin_s = 0, end_s = 0;
   int64_t tokens = 0;
+  // A compute span on a CPU node with per-CPU run queues: the simulated CPU it ended on and the turns its rank
+  // lost meanwhile (as a run's trace notes them, stages/pipeline_trace.h); -1 otherwise.
+  int cpu = -1;
+  int preempted = -1;
 };
 
 struct SimResult {
