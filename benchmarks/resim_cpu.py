@@ -35,6 +35,9 @@ def what_if(sharing, edits):
         elif name == "ring_below" and value == "sharing":
             for v in rings:
                 v[:cpus] = alone[:min(cpus, len(v))]
+        elif name == "ring" and value == "ideal":  # a rank that holds a CPU runs at its speed alone
+            for v in rings:
+                v[:] = [1.0 if k <= cpus else cpus / k for k in range(1, len(v) + 1)]
         elif name == "busy_hops":
             sharing["busy_hop_samples_us"] = [x * float(value) for x in sharing.get("busy_hop_samples_us", [])]
             sharing["busy_hop_us"] = sharing.get("busy_hop_us", 0) * float(value)
