@@ -91,6 +91,7 @@ struct GemmRunner::Plan {
   bool gemv = false;      // timed faster than every cuBLASLt candidate
   float best_us = -1.f;   // time of the chosen implementation, when timed
   int64_t timed_m = 0;    // the m timed for this shape's bucket (== the shape's m when timed itself)
+  ShapeKey key{};         // the shape it plans
 
   Plan() = default;
   Plan(const Plan&) = delete;
@@ -335,8 +336,9 @@ std::string GemmRunner::describe() const {
   return out;
 }
 
-void GemmRunner::run(void* y, DType out, const void* x, const void* w, DType ab, const void* bias, int64_t m,
-                     int64_t n, int64_t k, cudaStream_t stream, bool accumulate) {
+// The checks of run() and picks_gemv(), then the shape's plan, timed on first use where allowed; nullptr for m = 0.
+GemmRunner::Plan* GemmRunner::planned(void* y, DType out, const void* x, const void* w, DType ab, const void* bias,
+                                      int64_t m, int64_t n, int64_t k, cudaStream_t stream, bool accumulate) {
   CONVEYOR_CHECK(ab == DType::kBF16 || ab == DType::kF16, "GemmRunner::run: input dtype ", dtype_name(ab),
                  " is not supported; x and w must be bf16 or f16");
   CONVEYOR_CHECK(out == ab || out == DType::kF32, "GemmRunner::run: output dtype ", dtype_name(out),
@@ -349,7 +351,7 @@ void GemmRunner::run(void* y, DType out, const void* x, const void* w, DType ab,
                  "GemmRunner::run: bad shape m=", m, " n=", n, " k=", k, " (need 0 <= m, 0 < n, k < 2^31)");
   CONVEYOR_CHECK(k % 8 == 0, "GemmRunner::run: k=", k, " is not a multiple of 8 (shape m=", m, " n=", n,
                  "); tensor-core GEMMs need 16-byte rows of x and w: pad the input dimension to a multiple of 8");
-  if (m == 0) return;
+  if (m == 0) return nullptr;
   CONVEYOR_CHECK(y != nullptr && x != nullptr && w != nullptr, "GemmRunner::run: null device pointer (y, x or w)");
   CONVEYOR_CHECK(gemm_alignment_of(x) == 16 && gemm_alignment_of(w) == 16, "GemmRunner::run: x (", x, ") and w (", w,
                  ") must be 16-byte aligned; allocate them with cudaMalloc or offset views by multiples of 16 bytes");
@@ -360,6 +362,7 @@ void GemmRunner::run(void* y, DType out, const void* x, const void* w, DType ab,
   auto it = impl_->plans.find(key);
   if (it == impl_->plans.end()) it = impl_->plans.emplace(key, impl_->make_plan(key, bias)).first;
   Plan& plan = *it->second;
+  plan.key = key;
   if (bias_epilogue) set_desc(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   const Operands ops{y, x, w, bias};
 
@@ -370,11 +373,25 @@ void GemmRunner::run(void* y, DType out, const void* x, const void* w, DType ab,
     CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
     if (capture == cudaStreamCaptureStatusNone) impl_->tune(plan, key, ops, stream);
   }
-  if (impl_->uses_gemv(key, plan)) {
-    impl_->run_gemv(key, ops, stream);
+  return &plan;
+}
+
+void GemmRunner::run(void* y, DType out, const void* x, const void* w, DType ab, const void* bias, int64_t m,
+                     int64_t n, int64_t k, cudaStream_t stream, bool accumulate) {
+  Plan* plan = planned(y, out, x, w, ab, bias, m, n, k, stream, accumulate);
+  if (plan == nullptr) return;
+  const Operands ops{y, x, w, bias};
+  if (impl_->uses_gemv(plan->key, *plan)) {
+    impl_->run_gemv(plan->key, ops, stream);
     return;
   }
-  CONVEYOR_CUBLAS_CHECK(impl_->matmul(plan, plan.algo, key, ops, stream));
+  CONVEYOR_CUBLAS_CHECK(impl_->matmul(*plan, plan->algo, plan->key, ops, stream));
+}
+
+bool GemmRunner::picks_gemv(void* y, DType out, const void* x, const void* w, DType ab, const void* bias, int64_t m,
+                            int64_t n, int64_t k, cudaStream_t stream, bool accumulate) {
+  const Plan* plan = planned(y, out, x, w, ab, bias, m, n, k, stream, accumulate);
+  return plan != nullptr && impl_->uses_gemv(plan->key, *plan);
 }
 
 }  // namespace conveyor

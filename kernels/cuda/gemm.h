@@ -56,6 +56,12 @@ class GemmRunner {
   void run(void* y, DType out, const void* x, const void* w, DType ab, const void* bias,
            int64_t m, int64_t n, int64_t k, cudaStream_t stream, bool accumulate = false);
 
+  // Whether run() with these arguments would run the gemv kernel: the shape is planned (and timed, as run()
+  // times it, writing y or its scratch copy) and nothing else is run. For a caller that fuses the op before
+  // into the gemv (gemv.h, gemv_rms_norm_cuda) where the gemv wins, x standing in for the fused input.
+  bool picks_gemv(void* y, DType out, const void* x, const void* w, DType ab, const void* bias, int64_t m, int64_t n,
+                  int64_t k, cudaStream_t stream, bool accumulate = false);
+
   // Timing candidates on first use is on by default; off, the heuristic's first choice is used.
   void set_autotune(bool on);
   // kAuto by default. Shapes already tuned keep their timed choice under kAuto; kNever and kAlways
@@ -70,6 +76,8 @@ class GemmRunner {
  private:
   struct Plan;
   struct Impl;
+  Plan* planned(void* y, DType out, const void* x, const void* w, DType ab, const void* bias, int64_t m, int64_t n,
+                int64_t k, cudaStream_t stream, bool accumulate);
   std::unique_ptr<Impl> impl_;
 };
 

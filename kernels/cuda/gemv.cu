@@ -18,12 +18,19 @@
 // pack holds 16 k instead of 8 and the mma is m16n8k32, so a chunk covers twice the k for the same
 // bytes in flight; the epilogue applies the token and column scales, and at m <= 8 takes two row tiles where
 // the grid still covers the SMs (an e4m3 row is half a bf16 row's bytes).
+//
+// Fused inputs (gemv_rms_norm_cuda, gemv_silu_mul_cuda): every block first makes x itself in shared memory from
+// the op before (the RMSNorm of the hidden rows, or SwiGLU of the gate|up rows: rows of 4-28 KB, read from L2),
+// rounded exactly as rms_norm_cuda and silu_mul_cuda round them, so y is the two-kernel path's bit for bit with
+// one launch and one kernel boundary fewer. The norm's sum of squares is spread over the threads as
+// rms_norm_cuda spreads it (row_ops.cuh: the same partial sums, reduced in the same order), whatever the block.
 #include "kernels/cuda/gemv.h"
 
 #include <type_traits>
 
 #include "kernels/cuda/dense_vec.cuh"
 #include "kernels/cuda/pdl.cuh"
+#include "kernels/cuda/row_ops.cuh"
 #include "runtime/core/cuda_check.h"
 
 namespace conveyor {
@@ -94,13 +101,22 @@ struct Epilogue {
   bool accumulate;
 };
 
+// Where x comes from: read as given (kNone), or made by the block in shared memory from `src`: kRmsNorm:
+// rms_norm(src[m, k]) * norm_w, kSiluMul: silu(src[:, :k]) * src[:, k:] (src is [m, 2k]).
+enum class Prologue { kNone, kRmsNorm, kSiluMul };
+struct PrologueArgs {
+  const void* src = nullptr;
+  const void* norm_w = nullptr;
+  float eps = 0.f;
+};
+
 // Lane (g = lane / 4, q = lane % 4) of a warp step at pack base s * 4 reads pack p = s * 4 + q of
 // w row (tile row g) and of x rows g and g + 8. With X, H the x packs and W the w pack, the two
 // mmas get A = {X.x, H.x, X.y, H.y}, B = {W.x, W.y} and A = {X.z, H.z, X.w, H.w}, B = {W.z, W.w}:
 // for every lane, fragment k-slots 2q, 2q+1 (and 2q+8, 2q+9) hold elements 8p+0,1 (and 8p+2,3) of
 // both operands (then 8p+4..7), so each product pairs the same k. Output: d[0..1] = token g, tile
 // columns 2q, 2q+1; d[2..3] = token g + 8, same columns.
-template <typename T, bool kHighTokens, int kTiles>
+template <typename T, bool kHighTokens, int kTiles, bool kSharedX = false>
 struct WarpTile {
   using S = typename Elem<T>::Storage;
   static constexpr int kPack = Elem<T>::kPack;
@@ -128,6 +144,12 @@ struct WarpTile {
     }
   }
 
+  // x: through the read-only cache from global memory, or from the block's shared copy (a generic load).
+  static __device__ __forceinline__ uint4 load_x(const S* p) {
+    if constexpr (kSharedX) return *reinterpret_cast<const uint4*>(p);
+    else return __ldg(reinterpret_cast<const uint4*>(p));
+  }
+
   // Multiplies chunk c's w packs by the matching x packs (L1/L2 hits after the first block).
   template <bool kChecked>
   __device__ __forceinline__ void compute(const Loads& wv, int c, int packs) {
@@ -136,8 +158,8 @@ struct WarpTile {
     for (int u = 0; u < kSteps; ++u) {
       const int p = (c * kSteps + u) * kLanePacks + q;
       const bool ok = !kChecked || p < packs;
-      const uint4 xl = ok ? __ldg(reinterpret_cast<const uint4*>(x_lo + p * kPack)) : zero;
-      const uint4 xh = kHighTokens && ok ? __ldg(reinterpret_cast<const uint4*>(x_hi + p * kPack)) : zero;
+      const uint4 xl = ok ? load_x(x_lo + p * kPack) : zero;
+      const uint4 xh = kHighTokens && ok ? load_x(x_hi + p * kPack) : zero;
 #pragma unroll
       for (int t = 0; t < kTiles; ++t) {
         if constexpr (std::is_same_v<T, Fp8Codes>) {
@@ -167,12 +189,6 @@ struct WarpTile {
     const int full = packs / kChunkPacks;
     Loads a, b;
     int c = warp;
-    // x (and y, the epilogue's) come from the kernel before (pdl.cuh). A prefetch of the first weights into
-    // L2 ahead of this wait cost 4-16 bytes of spills a thread at 128 registers as loads; as prefetch.global.L2
-    // (no registers; m <= 8, one tile) it made batch 1 bf16 1.1% slower on an H100 (round 12: 0.7368 / 0.7361 s
-    // against 0.7283 s), so the overlap is the launch and the setup above.
-    cuda_detail::pdl_wait();
-    cuda_detail::pdl_launch_dependents();  // pdl.cuh: after the wait, so at most one kernel waits ahead
     if (c < full) {
       load<false>(a, c, packs);
       while (true) {
@@ -194,11 +210,64 @@ struct WarpTile {
   }
 };
 
-template <typename T, bool kHighTokens, int kTiles>
+// The fused inputs' x, made by the whole block into xs ([m, k] in T) after the wait for the kernel before.
+// RMSNorm: pass 1 sums squares over the packs rms_norm_cuda gives each of its threads (the first
+// cfg_threads threads here, cfg_packs packs each, in its order), the block reduction as block_sum does
+// (idle warps add zeros); pass 2 writes rmsnorm(x) * w, rounded twice as rms_norm_row does.
+template <typename T, Prologue kPro>
+__device__ __forceinline__ void make_x(T* xs, const PrologueArgs& pa, int m, int packs, int cfg_packs,
+                                       int cfg_threads) {
+  using cuda_detail::Pack;
+  using cuda_detail::to_f32;
+  using cuda_detail::from_f32;
+  using cuda_detail::round_to;
+  constexpr int kN = Pack<T>::kSize;
+  const int64_t k = static_cast<int64_t>(packs) * kN;
+  __shared__ float scratch[32];
+  for (int t = 0; t < m; ++t) {
+    T* row = xs + t * k;
+    if constexpr (kPro == Prologue::kRmsNorm) {
+      const T* x = static_cast<const T*>(pa.src) + t * k;
+      const T* w = static_cast<const T*>(pa.norm_w);
+      float sum_sq = 0.f;
+      if (static_cast<int>(threadIdx.x) < cfg_threads)
+        for (int i = 0; i < cfg_packs; ++i) {
+          const int p = threadIdx.x + i * cfg_threads;
+          if (p >= packs) break;
+          const Pack<T> v = cuda_detail::load_pack(x + static_cast<int64_t>(p) * kN);
+#pragma unroll
+          for (int j = 0; j < kN; ++j) sum_sq += to_f32(v.v[j]) * to_f32(v.v[j]);
+        }
+      const float inv_rms = rsqrtf(cuda_detail::block_sum(sum_sq, scratch) / static_cast<float>(k) + pa.eps);
+      for (int p = threadIdx.x; p < packs; p += blockDim.x) {
+        Pack<T> v = cuda_detail::load_pack(x + static_cast<int64_t>(p) * kN);
+        const Pack<T> wp = cuda_detail::load_pack(w + static_cast<int64_t>(p) * kN);
+#pragma unroll
+        for (int j = 0; j < kN; ++j) v.v[j] = from_f32<T>(round_to<T>(to_f32(v.v[j]) * inv_rms) * to_f32(wp.v[j]));
+        cuda_detail::store_pack(row + static_cast<int64_t>(p) * kN, v);
+      }
+    } else {
+      const T* gate = static_cast<const T*>(pa.src) + t * 2 * k;
+      for (int p = threadIdx.x; p < packs; p += blockDim.x) {
+        const Pack<T> g = cuda_detail::load_pack(gate + static_cast<int64_t>(p) * kN);
+        const Pack<T> u = cuda_detail::load_pack(gate + k + static_cast<int64_t>(p) * kN);
+        Pack<T> v;
+#pragma unroll
+        for (int j = 0; j < kN; ++j) v.v[j] = cuda_detail::silu_mul_one(g.v[j], u.v[j]);
+        cuda_detail::store_pack(row + static_cast<int64_t>(p) * kN, v);
+      }
+    }
+  }
+  __syncthreads();
+}
+
+template <typename T, bool kHighTokens, int kTiles, Prologue kPro = Prologue::kNone>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     gemv_kernel(Epilogue ep, const typename Elem<T>::Storage* x, const typename Elem<T>::Storage* w, int m, int n,
-                int packs) {
-  using Tile = WarpTile<T, kHighTokens, kTiles>;
+                int packs, PrologueArgs pa, int cfg_packs, int cfg_threads) {
+  constexpr bool kFused = kPro != Prologue::kNone;
+  using Tile = WarpTile<T, kHighTokens, kTiles, kFused>;
+  extern __shared__ uint4 fused_x[];  // kFused: x, [m, k] in T
   constexpr int kCols = kTileRows * kTiles;  // rows of w (columns of y) per block
   __shared__ float4 partial[kMaxWarps][kTiles][32];
   const int lane = threadIdx.x & 31;
@@ -206,66 +275,103 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const int warps = blockDim.x >> 5;
   const int g = lane >> 2;
   const int64_t k = static_cast<int64_t>(packs) * Elem<T>::kPack;
-  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kCols;
-
-  Tile tile;
-  tile.q = lane & 3;
-#pragma unroll
-  for (int t = 0; t < kTiles; ++t) {
-    const int64_t r = col0 + t * kTileRows + g;
-    tile.w_row[t] = w + (r < n ? r : n - 1) * k;
+  // x (and y, the epilogue's) come from the kernel before (pdl.cuh). A prefetch of the first weights into
+  // L2 ahead of this wait cost 4-16 bytes of spills a thread at 128 registers as loads; as prefetch.global.L2
+  // (no registers; m <= 8, one tile) it made batch 1 bf16 1.1% slower on an H100 (round 12: 0.7368 / 0.7361 s
+  // against 0.7283 s), so the overlap is the launch.
+  cuda_detail::pdl_wait();
+  cuda_detail::pdl_launch_dependents();  // pdl.cuh: after the wait, so at most one kernel waits ahead
+  if constexpr (kFused) {
+    auto* xs = reinterpret_cast<typename Elem<T>::Storage*>(fused_x);
+    make_x<T, kPro>(xs, pa, m, packs, cfg_packs, cfg_threads);
+    x = xs;
   }
-  tile.x_lo = x + (g < m ? g : 0) * k;
-  tile.x_hi = x + (kHighTokens && g + 8 < m ? g + 8 : 0) * k;
-  tile.run(warp, warps, packs);
-
+  // One block tile (kCols rows of w) per block; fused, a grid of at most two blocks per SM takes them in turn,
+  // so each block makes x once (a loop the plain kernel does without: it costs it registers).
+  auto block_tile = [&](int64_t col0) {
+    Tile tile;
+    tile.q = lane & 3;
 #pragma unroll
-  for (int t = 0; t < kTiles; ++t) {
-    const float(&a)[4] = tile.acc[0][t];
-    const float(&b)[4] = tile.acc[1][t];
-    partial[warp][t][lane] = make_float4(a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]);
-  }
-  __syncthreads();
-  // Element e = (token, column) of the block's 16 x kCols output; consecutive threads write
-  // consecutive columns of one token row.
-  for (int e = threadIdx.x; e < 16 * kCols; e += blockDim.x) {
-    const int tok = e / kCols;
-    const int col = e % kCols;
-    const int64_t j = col0 + col;
-    if (tok >= m || j >= n) continue;
-    const int t = col / kTileRows;
-    const int c = col % kTileRows;
-    const int src = (tok & 7) * 4 + c / 2;
-    const int comp = (tok >= 8 ? 2 : 0) + (c & 1);
-    float sum = 0.f;
-    for (int wi = 0; wi < warps; ++wi) sum += reinterpret_cast<const float*>(&partial[wi][t][src])[comp];
-    if (ep.a_scale != nullptr) sum = sum * ep.a_scale[tok] * ep.b_scale[j];  // the order of the FP8 twin
-    if (ep.bias != nullptr) sum += load_as_f32(ep.bias, ep.bias_dt, j);
-    const int64_t idx = static_cast<int64_t>(tok) * n + j;
-    store_from_f32(ep.y, ep.out, idx, ep.accumulate ? load_as_f32(ep.y, ep.out, idx) + sum : sum);
+    for (int t = 0; t < kTiles; ++t) {
+      const int64_t r = col0 + t * kTileRows + g;
+      tile.w_row[t] = w + (r < n ? r : n - 1) * k;
+    }
+    tile.x_lo = x + (g < m ? g : 0) * k;
+    tile.x_hi = x + (kHighTokens && g + 8 < m ? g + 8 : 0) * k;
+    tile.run(warp, warps, packs);
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t) {
+      const float(&a)[4] = tile.acc[0][t];
+      const float(&b)[4] = tile.acc[1][t];
+      partial[warp][t][lane] = make_float4(a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]);
+    }
+    __syncthreads();
+    // Element e = (token, column) of the block's 16 x kCols output; consecutive threads write
+    // consecutive columns of one token row.
+    for (int e = threadIdx.x; e < 16 * kCols; e += blockDim.x) {
+      const int tok = e / kCols;
+      const int col = e % kCols;
+      const int64_t j = col0 + col;
+      if (tok >= m || j >= n) continue;
+      const int t = col / kTileRows;
+      const int c = col % kTileRows;
+      const int src = (tok & 7) * 4 + c / 2;
+      const int comp = (tok >= 8 ? 2 : 0) + (c & 1);
+      float sum = 0.f;
+      for (int wi = 0; wi < warps; ++wi) sum += reinterpret_cast<const float*>(&partial[wi][t][src])[comp];
+      if (ep.a_scale != nullptr) sum = sum * ep.a_scale[tok] * ep.b_scale[j];  // the order of the FP8 twin
+      if (ep.bias != nullptr) sum += load_as_f32(ep.bias, ep.bias_dt, j);
+      const int64_t idx = static_cast<int64_t>(tok) * n + j;
+      store_from_f32(ep.y, ep.out, idx, ep.accumulate ? load_as_f32(ep.y, ep.out, idx) + sum : sum);
+    }
+  };
+  if constexpr (kFused) {
+    for (int64_t col0 = int64_t{blockIdx.x} * kCols; col0 < n; col0 += int64_t{gridDim.x} * kCols) {
+      block_tile(col0);
+      __syncthreads();  // partial is written again
+    }
+  } else {
+    block_tile(int64_t{blockIdx.x} * kCols);
   }
 }
 
-template <typename T, bool kHighTokens, int kTiles>
+// Warps per block: fewer than two blocks per SM, twice the warps keep twice the loads in flight; warps beyond
+// the number of k chunks would only idle.
+int64_t launch_warps(int64_t blocks, int64_t chunks, int sm_count) {
+  const int64_t warps = blocks < 2 * static_cast<int64_t>(sm_count) ? kMaxWarps : kMaxWarps / 2;
+  return warps < chunks ? warps : (chunks < 1 ? 1 : chunks);
+}
+
+template <typename T, bool kHighTokens, int kTiles, Prologue kPro = Prologue::kNone>
 void launch(const Epilogue& e, const void* x, const void* w, int m, int n, int packs, int sm_count,
-            cudaStream_t stream) {
+            cudaStream_t stream, const PrologueArgs& pa = {}) {
   using S = typename Elem<T>::Storage;
   constexpr int kCols = kTileRows * kTiles;
   constexpr int kChunkPacks = WarpTile<T, kHighTokens, kTiles>::kChunkPacks;
   const int64_t blocks = (static_cast<int64_t>(n) + kCols - 1) / kCols;
-  // Fewer than two blocks per SM: twice the warps per block keep twice the loads in flight. Warps
-  // beyond the number of k chunks would only idle.
-  const int64_t chunks = (packs + kChunkPacks - 1) / kChunkPacks;
-  int64_t warps = blocks < 2 * static_cast<int64_t>(sm_count) ? kMaxWarps : kMaxWarps / 2;
-  warps = warps < chunks ? warps : (chunks < 1 ? 1 : chunks);
-  cuda_detail::launch_maybe_pdl(gemv_kernel<T, kHighTokens, kTiles>, dim3(static_cast<unsigned>(blocks)),
-                                dim3(static_cast<unsigned>(warps * 32)), 0, stream, e, static_cast<const S*>(x),
-                                static_cast<const S*>(w), m, n, packs);
+  const int64_t warps = launch_warps(blocks, (packs + kChunkPacks - 1) / kChunkPacks, sm_count);
+  auto* kernel = gemv_kernel<T, kHighTokens, kTiles, kPro>;
+  size_t smem = 0;
+  cuda_detail::RowPackConfig cfg{1, 32};
+  if constexpr (kPro != Prologue::kNone) {
+    smem = static_cast<size_t>(m) * static_cast<size_t>(packs) * 16;
+    if (kPro == Prologue::kRmsNorm) cfg = cuda_detail::row_pack_config(packs);  // as rms_norm_cuda spreads a row
+    static bool sized = false;  // per instantiation: the most shared memory any fused x may take
+    if (!sized) {
+      CONVEYOR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(kGemvFusedMaxBytes)));
+      sized = true;
+    }
+  }
+  const int64_t grid = kPro == Prologue::kNone || blocks < 2 * int64_t{sm_count} ? blocks : 2 * int64_t{sm_count};
+  cuda_detail::launch_maybe_pdl(kernel, dim3(static_cast<unsigned>(grid)), dim3(static_cast<unsigned>(warps * 32)),
+                                smem, stream, e, static_cast<const S*>(x), static_cast<const S*>(w), m, n, packs, pa,
+                                cfg.packs_per_thread, cfg.threads);
 }
 
-template <typename T>
+template <typename T, Prologue kPro = Prologue::kNone>
 void dispatch(const Epilogue& e, const void* x, const void* w, int m, int n, int packs, int sm_count,
-              cudaStream_t stream) {
+              cudaStream_t stream, const PrologueArgs& pa = {}) {
   // Two row tiles per warp, when the grid still covers every SM once: for many tokens they halve x's L1
   // traffic per byte of w; for FP8 at any m they give a block bf16's bytes. An e4m3 row is half a bf16 row's
   // bytes, so at k = 4096 one tile's 8 chunks meet 8 warps one chunk each and no warp overlaps a second
@@ -274,6 +380,9 @@ void dispatch(const Epilogue& e, const void* x, const void* w, int m, int n, int
   constexpr bool kFp8 = std::is_same_v<T, Fp8Codes>;
   const bool two_tiles =
       (m > 8 || kFp8) && (static_cast<int64_t>(n) + 2 * kTileRows - 1) / (2 * kTileRows) >= sm_count;
+  if constexpr (kPro != Prologue::kNone) {
+    return launch<T, false, 1, kPro>(e, x, w, m, n, packs, sm_count, stream, pa);  // m <= kGemvFusedMaxRows
+  }
   if (m <= 8) {
     if constexpr (kFp8) {
       if (two_tiles) return launch<T, false, 2>(e, x, w, m, n, packs, sm_count, stream);
@@ -325,6 +434,64 @@ void gemv_cuda(void* y, DType out, const void* x, const void* w, const void* bia
     dispatch<__half>(e, x, w, mi, ni, packs, sm_count, stream);
   }
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+
+bool gemv_fused_takes(bool norm, int64_t m, int64_t n, int64_t k, DType dt) {
+  if ((dt != DType::kBF16 && dt != DType::kF16) || m < 1 || m > kGemvFusedMaxRows || k % 8 != 0 || k < 8 ||
+      static_cast<size_t>(m * k) * 2 > kGemvFusedMaxBytes || n < 1 || n > 0x7fffffff)
+    return false;
+  if (!norm) return true;
+  // The norm's partial sums are rms_norm_cuda's only where the block has the threads it spreads a row over.
+  int device = 0, sm_count = 0;
+  CONVEYOR_CUDA_CHECK(cudaGetDevice(&device));
+  CONVEYOR_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  constexpr int kChunkPacks = WarpTile<__half, false, 1>::kChunkPacks;
+  const int64_t packs = k / 8, blocks = (n + kTileRows - 1) / kTileRows;
+  return cuda_detail::row_pack_fits(packs) &&
+         launch_warps(blocks, (packs + kChunkPacks - 1) / kChunkPacks, sm_count) * 32 >=
+             cuda_detail::row_pack_config(packs).threads;
+}
+
+namespace {
+template <Prologue kPro>
+void gemv_fused(const char* fn, void* y, DType out, const PrologueArgs& pa, const void* w, const void* bias, int64_t m,
+                int64_t n, int64_t k, bool accumulate, DType dt, cudaStream_t stream) {
+  CONVEYOR_CHECK(gemv_fused_takes(kPro == Prologue::kRmsNorm, m, n, k, dt), fn, ": m=", m, " n=", n, " k=", k, " in ",
+                 dtype_name(dt), " is not taken (gemv_fused_takes): bf16/f16, m <= ", kGemvFusedMaxRows,
+                 ", m x k x 2 <= ", kGemvFusedMaxBytes, " bytes");
+  CONVEYOR_CHECK(out == dt || out == DType::kF32, fn, ": output dtype ", dtype_name(out), " with inputs in ",
+                 dtype_name(dt));
+  CONVEYOR_CHECK(pa.src != nullptr && cuda_detail::is_aligned16(pa.src) &&
+                     (kPro != Prologue::kRmsNorm || (pa.norm_w != nullptr && cuda_detail::is_aligned16(pa.norm_w))),
+                 fn, ": the input (and norm weight) must be non-null and 16-byte aligned");
+  // x is checked as a stand-in pointer (the input): the kernel makes x in shared memory.
+  const int sm_count = check_launch(fn, y, pa.src, w, m, n, k, Elem<__half>::kPack, 80,
+                                    "bf16/f16 tensor-core mma (8.0 or newer): use the two ops");
+  const Epilogue e{y, out, bias, dt, nullptr, nullptr, accumulate};
+  const int mi = static_cast<int>(m), ni = static_cast<int>(n), packs = static_cast<int>(k / Elem<__half>::kPack);
+  if (dt == DType::kBF16) {
+    dispatch<__nv_bfloat16, kPro>(e, nullptr, w, mi, ni, packs, sm_count, stream, pa);
+  } else {
+    dispatch<__half, kPro>(e, nullptr, w, mi, ni, packs, sm_count, stream, pa);
+  }
+  CONVEYOR_CUDA_CHECK(cudaGetLastError());
+}
+}  // namespace
+
+void gemv_rms_norm_cuda(void* y, DType out, const void* x, const void* norm_w, float eps, const void* w,
+                        const void* bias, int64_t m, int64_t n, int64_t k, bool accumulate, DType dt,
+                        cudaStream_t stream) {
+  CONVEYOR_CHECK(eps >= 0.f, "gemv_rms_norm_cuda: eps must be >= 0, got ", eps);
+  PrologueArgs pa;
+  pa.src = x, pa.norm_w = norm_w, pa.eps = eps;
+  gemv_fused<Prologue::kRmsNorm>("gemv_rms_norm_cuda", y, out, pa, w, bias, m, n, k, accumulate, dt, stream);
+}
+
+void gemv_silu_mul_cuda(void* y, DType out, const void* gate_up, const void* w, const void* bias, int64_t m, int64_t n,
+                        int64_t k, bool accumulate, DType dt, cudaStream_t stream) {
+  PrologueArgs pa;
+  pa.src = gate_up;
+  gemv_fused<Prologue::kSiluMul>("gemv_silu_mul_cuda", y, out, pa, w, bias, m, n, k, accumulate, dt, stream);
 }
 
 void fp8_gemv_cuda(void* y, DType out, const uint8_t* x, const float* x_scale, const uint8_t* w, const float* w_scale,

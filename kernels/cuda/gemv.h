@@ -26,6 +26,21 @@ void gemv_cuda(void* y, DType out,     // [m, n]
                const void* bias,       // [n] or nullptr
                int64_t m, int64_t n, int64_t k, bool accumulate, DType dt, cudaStream_t stream);
 
+// The gemv with its input made in the kernel from the op before (each block in shared memory, rounded as the
+// op's own kernel rounds it, so y equals the two-kernel path's bit for bit; one kernel boundary fewer):
+// gemv_rms_norm_cuda: x = rms_norm_cuda(x, norm_w, eps) ([m, k], norm_w [k]); gemv_silu_mul_cuda: x =
+// silu_mul_cuda(gate_up) (gate_up [m, 2k]: gate then up). The rest as gemv_cuda. Both require
+// gemv_fused_takes(norm, m, n, k, dt): bf16/f16, m <= kGemvFusedMaxRows, x's m x k x 2 bytes <=
+// kGemvFusedMaxBytes, and for the norm a block with the threads rms_norm_cuda spreads a row over.
+constexpr int64_t kGemvFusedMaxRows = 8;
+constexpr size_t kGemvFusedMaxBytes = 96 * 1024;
+bool gemv_fused_takes(bool norm, int64_t m, int64_t n, int64_t k, DType dt);
+void gemv_rms_norm_cuda(void* y, DType out, const void* x, const void* norm_w, float eps, const void* w,
+                        const void* bias, int64_t m, int64_t n, int64_t k, bool accumulate, DType dt,
+                        cudaStream_t stream);
+void gemv_silu_mul_cuda(void* y, DType out, const void* gate_up, const void* w, const void* bias, int64_t m, int64_t n,
+                        int64_t k, bool accumulate, DType dt, cudaStream_t stream);
+
 // y[t, j] = (sum_i e4m3(x[t, i]) e4m3(w[j, i])) * x_scale[t] * w_scale[j] (+ bias[j]) (+ y[t, j] if
 // accumulate): the FP8 linear of kernels/cpu/fp8.h (matmul_fp8_ref) for m <= kGemvMaxRows, products
 // exact and summed in fp32, rounded once to `out` (kBF16, kF16 or kF32); bias in `out` or kF32.

@@ -22,6 +22,7 @@
 #include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gemm.h"
 #include "stages/cuda/cuda_fp8_linear.h"
+#include "stages/cuda/cuda_fused_linear.h"
 #include "kernels/cuda/rms_norm.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/silu_mul.h"
@@ -243,6 +244,7 @@ class CudaOps final : public Ops {
   // With an FP8 w the norm's kernel writes the linear's codes (fp8.h); otherwise the two ops.
   void rms_norm_linear(const TensorView& out, const TensorView& x, const NormView& norm, const TensorView& w,
                        const TensorView& bias) override {
+    if (fused_gemv_linear(*gemm_, dt_, out, x, &norm, w, bias, false, stream_)) return;
     if (!w.fp8() || !fused_fp8_input()) return Ops::rms_norm_linear(out, x, norm, w, bias);
     check_shape(x, x.rows, x.cols, dt_, "rms_norm_linear", "x");
     check_shape(norm.weight, 1, x.cols, dt_, "rms_norm_linear", "norm weight");
@@ -260,6 +262,7 @@ class CudaOps final : public Ops {
   // With an FP8 w silu_mul's kernel writes the linear's codes; otherwise the two ops.
   void silu_mul_linear(const TensorView& out, const TensorView& gate_up, const TensorView& w,
                        bool accumulate) override {
+    if (fused_gemv_linear(*gemm_, dt_, out, gate_up, nullptr, w, TensorView{}, accumulate, stream_)) return;
     if (!w.fp8() || !fused_fp8_input()) return Ops::silu_mul_linear(out, gate_up, w, accumulate);
     CONVEYOR_CHECK(gate_up.cols % 2 == 0, "cuda silu_mul_linear: gate_up has an odd width ", gate_up.cols);
     check_shape(gate_up, gate_up.rows, gate_up.cols, dt_, "silu_mul_linear", "gate_up");
