@@ -2,7 +2,10 @@
 // (silu_mul_linear). Where the gemv kernel wins the shape's race against cuBLASLt (GemmRunner::picks_gemv) and
 // takes the fused input (gemv.h: gemv_fused_takes), the gemv makes that input itself (gemv_rms_norm_cuda,
 // gemv_silu_mul_cuda): y is the two kernels' bit for bit, with one kernel and its boundary fewer per linear.
-// CONVEYOR_FUSED_GEMV=0 keeps the two kernels, for A/B timings. Read once.
+// Off unless CONVEYOR_FUSED_GEMV=1 (read once): on an H100 batch 1 bf16 took 0.7654-0.7742 s with it against
+// 0.7429-0.7467 s without (benchmarks/results/nvidia-h100/2026-12-07-r15): every block makes x before its first
+// weight load, which costs what the kernel boundary saved (gate|up: 83.1 us fused against 79.3 + 3.9 us apart,
+// kernels alone), and a block per tile or the first tile prefetched into L2 before the PDL wait were slower still.
 #pragma once
 
 #include <cuda_runtime.h>
