@@ -1,5 +1,6 @@
 // Times launches on one stream between two CUDA events made once: the runners' first-use races
-// (GemmRunner, Fp8GemmRunner). Waits for the stream, so never while it is being captured.
+// (GemmRunner, Fp8GemmRunner), warm or with the L2 flushed before each call. Waits for the stream, so never
+// while it is being captured.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,8 +8,42 @@
 #include <limits>
 
 #include "runtime/core/cuda_check.h"
+#include "runtime/core/env_switch.h"
 
 namespace conveyor {
+
+// A region of the L2's size for LaunchTimer::us_cold, taken for one race and given back (none where it cannot be
+// had: the race then times warm). The decode shapes' races use it (GemmRunner, Fp8GemmRunner): run after run the
+// same weights would sit in the L2 (50 MB on an H100 holds an 8B model's o or q|k|v), and an H100 raced bf16 o
+// (n = k = 4096) to cuBLASLt in one process (23.0 us in the step) and to the gemv (16.7 us) in another
+// (benchmarks/results/nvidia-h100/2026-12-07-r15). CONVEYOR_COLD_GEMM_TUNE=0 (read once): warm, for A/B timings.
+class ColdL2 {
+ public:
+  ColdL2() {
+    static const bool on = env_switch_on("CONVEYOR_COLD_GEMM_TUNE");
+    int device = 0, l2 = 0;
+    if (!on || cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess || l2 <= 0)
+      return;
+    if (cudaMalloc(&p_, static_cast<size_t>(l2)) != cudaSuccess) {
+      cudaGetLastError();  // out of memory: time warm
+      p_ = nullptr;
+      return;
+    }
+    bytes_ = static_cast<size_t>(l2);
+  }
+  ~ColdL2() {
+    if (p_ != nullptr) cudaFree(p_);
+  }
+  ColdL2(const ColdL2&) = delete;
+  ColdL2& operator=(const ColdL2&) = delete;
+  void* data() const { return p_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
 
 class LaunchTimer {
  public:
@@ -22,6 +57,30 @@ class LaunchTimer {
   }
   LaunchTimer(const LaunchTimer&) = delete;
   LaunchTimer& operator=(const LaunchTimer&) = delete;
+
+  // Microseconds per call as us() gives them, each call timed alone after `cold`'s region was written on the
+  // stream (as large as the L2: the call meets its operands in DRAM, as a decode step meets each layer's weights
+  // after the layers before went through the L2). Without a region, us().
+  template <typename Launch>
+  float us_cold(Launch&& launch, int runs, cudaStream_t stream, const ColdL2& cold) {
+    void* flush = cold.data();
+    const size_t flush_bytes = cold.bytes();
+    if (flush == nullptr) return us(launch, runs, stream);
+    if (!launch()) return std::numeric_limits<float>::infinity();
+    float total = 0.f;
+    for (int r = 0; r < runs; ++r) {
+      CONVEYOR_CUDA_CHECK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, stream));
+      CONVEYOR_CUDA_CHECK(cudaEventRecord(start_, stream));
+      const bool ok = launch();
+      CONVEYOR_CUDA_CHECK(cudaEventRecord(stop_, stream));
+      CONVEYOR_CUDA_CHECK(cudaEventSynchronize(stop_));
+      if (!ok) return std::numeric_limits<float>::infinity();
+      float ms = 0.f;
+      CONVEYOR_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+      total += ms;
+    }
+    return 1000.f * total / runs;
+  }
 
   // Microseconds per call of launch() (which enqueues on `stream` and returns whether it could) over
   // `runs` calls after one untimed call; infinity when a call fails.
