@@ -202,7 +202,7 @@ bool Fp8GemmRunner::time_fused(int64_t m, int64_t n, int64_t k, const std::funct
 
 bool Fp8GemmRunner::time_small_m(int64_t m, int64_t n, int64_t k, const std::function<void()>& gemv,
                                  const std::function<void()>& lt, cudaStream_t stream) {
-  const ColdL2 cold;  // decode shapes meet their weights in DRAM (launch_timer.h)
+  const ColdL2& cold = cold_l2();  // decode shapes meet their weights in DRAM (launch_timer.h)
   auto timed = [&](const std::function<void()>& launch) {
     return impl_->timer.us_cold(
         [&] {

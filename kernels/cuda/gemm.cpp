@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <limits>
 #include <map>
-#include <memory>
 #include <tuple>
 
 #include "kernels/cuda/elementwise.h"
@@ -251,8 +250,7 @@ cublasStatus_t GemmRunner::Impl::matmul(const Plan& plan, const cublasLtMatmulAl
 // the same weights would sit in the L2, where cuBLASLt's kernels keep them and the gemv, which streams its weights
 // with the evict-first hint, does not; a decode step meets them in DRAM.
 void GemmRunner::Impl::tune(Plan& plan, const ShapeKey& key, Operands o, cudaStream_t stream) {
-  std::unique_ptr<ColdL2> cold;
-  if (key.m <= kGemvMaxRows) cold = std::make_unique<ColdL2>();
+  const ColdL2* cold = key.m <= kGemvMaxRows ? &cold_l2() : nullptr;
   auto time = [&](auto&& launch) {
     return cold ? timer.us_cold(launch, kTuneRuns, stream, *cold) : timer.us(launch, kTuneRuns, stream);
   };

@@ -12,8 +12,9 @@
 
 namespace conveyor {
 
-// A region of the L2's size for LaunchTimer::us_cold, taken for one race and given back (none where it cannot be
-// had: the race then times warm). The decode shapes' races use it (GemmRunner, Fp8GemmRunner): run after run the
+// A region of the L2's size for LaunchTimer::us_cold, taken at the process's first such race and kept (cold_l2():
+// races later, in a decode step that meets a new shape, allocate nothing; none where it cannot be had: the races
+// then time warm; it comes out of the fixed margin of gpu_reserve.h). The decode shapes' races use it (GemmRunner, Fp8GemmRunner): run after run the
 // same weights would sit in the L2 (50 MB on an H100 holds an 8B model's o or q|k|v), and an H100 raced bf16 o
 // (n = k = 4096) to cuBLASLt in one process (23.0 us in the step) and to the gemv (16.7 us) in another
 // (benchmarks/results/nvidia-h100/2026-12-07-r15). CONVEYOR_COLD_GEMM_TUNE=0 (read once): warm, for A/B timings.
@@ -44,6 +45,12 @@ class ColdL2 {
   void* p_ = nullptr;
   size_t bytes_ = 0;
 };
+
+// The process's region (made on first use).
+inline const ColdL2& cold_l2() {
+  static const ColdL2 region;
+  return region;
+}
 
 class LaunchTimer {
  public:

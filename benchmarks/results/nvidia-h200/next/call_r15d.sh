@@ -5,7 +5,7 @@
 # bf16 and FP8 128/128 bracketed.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
-tests=(kernels_gemm_gpu_test stages_cuda_fp8_gpu_test stages_cuda_gemm_warmup_gpu_test
+tests=(kernels_gemm_gpu_test stages_cuda_fp8_gpu_test stages_cuda_gemm_warmup_gpu_test stages_cuda_step_alloc_gpu_test
   stages_cuda_graph_gpu_test stages_cuda_memory_gpu_test stages_cuda_golden_gpu_test)
 call_begin r15d conveyor "${tests[@]}" || exit 1
 run_tests "${tests[@]}"
