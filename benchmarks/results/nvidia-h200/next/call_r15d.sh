@@ -11,7 +11,7 @@ call_begin r15d conveyor "${tests[@]}" || exit 1
 run_tests "${tests[@]}"
 mb=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16)
 m8=("${mb[@]}" --quantization fp8 --kv-cache-dtype fp8)
-for c in 1 0; do
+for c in 1 0; do  # CONVEYOR_COLD_GEMM_TUNE=1 turns the cold races on
   for p in bf16 fp8; do
     a=("${mb[@]}"); [ $p = fp8 ] && a=("${m8[@]}")
     CONVEYOR_COLD_GEMM_TUNE=$c timeout 60 build/conveyor bench latency "${a[@]}" --input-len 16 --output-len 4 \
