@@ -44,12 +44,19 @@ SimResult predicted(const Measured& m, const std::string& cluster_file = "h200-1
   return simulate_layout(model("llama-3-8b.yaml"), cluster(cluster_file), w, SimLayout{});
 }
 
+// The run's JSON (under benchmarks/results/`results`), having checked r's output tok/s within 15% of it.
+nlohmann::json within_fifteen_percent(const Measured& m, const SimResult& r,
+                                      const std::string& results = "nvidia-h200") {
+  const nlohmann::json j = measured(m, results);
+  const double want = j.at("output_tokens_per_second").get<double>(), got = r.output_tokens_per_s;
+  EXPECT_NEAR(got / want, 1.0, 0.15) << m.file << ": predicted " << got << " measured " << want;
+  return j;
+}
+
 TEST(ScheduleSim, OneH200Batch1WithinFifteenPercent) {
   const Measured m{"latency_b1.conveyor.json", 1, 128, 128, 256};
-  const nlohmann::json j = measured(m);
   const SimResult r = predicted(m);
-  const double want = j.at("output_tokens_per_second").get<double>(), got = r.output_tokens_per_s;
-  EXPECT_NEAR(got / want, 1.0, 0.15) << "predicted " << got << " measured " << want;
+  const nlohmann::json j = within_fifteen_percent(m, r);
   // The run's plans cover its warm-up and timed batches of one request each.
   const int64_t batches = j.at("num_iters").get<int64_t>() + j.at("num_iters_warmup").get<int64_t>();
   EXPECT_EQ(r.plans * batches, j.at("kv_cache").at("plans").get<int64_t>());
@@ -57,10 +64,8 @@ TEST(ScheduleSim, OneH200Batch1WithinFifteenPercent) {
 
 TEST(ScheduleSim, OneH200ThousandPromptsWithinFifteenPercent) {
   const Measured m{"throughput.conveyor.json", 1000, 1024, 1024, 256};
-  const nlohmann::json j = measured(m);
   const SimResult r = predicted(m);
-  const double want = j.at("output_tokens_per_second").get<double>(), got = r.output_tokens_per_s;
-  EXPECT_NEAR(got / want, 1.0, 0.15) << "predicted " << got << " measured " << want;
+  const nlohmann::json j = within_fifteen_percent(m, r);
   EXPECT_EQ(r.plans, j.at("kv_cache").at("plans").get<int64_t>());
 }
 
@@ -76,10 +81,8 @@ TEST(ScheduleSim, OneH200Batch64MakesTheRunsPlans) {
 // output tok/s within 15% and exactly the run's scheduler plans.
 void expect_within_fifteen_percent_and_the_runs_plans(const Measured& c, const std::string& results,
                                                       const std::string& cluster_file) {
-  const nlohmann::json j = measured(c, results);
   const SimResult r = predicted(c, cluster_file, /*gemm_warmup=*/true);
-  const double want = j.at("output_tokens_per_second").get<double>(), got = r.output_tokens_per_s;
-  EXPECT_NEAR(got / want, 1.0, 0.15) << c.file << ": predicted " << got << " measured " << want;
+  const nlohmann::json j = within_fifteen_percent(c, r, results);
   EXPECT_EQ(r.plans, j.at("kv_cache").at("plans").get<int64_t>()) << c.file;
 }
 

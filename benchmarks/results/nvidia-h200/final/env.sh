@@ -62,3 +62,18 @@ latency_ab() {
     save "b1 $tag $var=$v rc=$? $(grep -iE 'Avg latency' "$r/b1_$tag.$i.txt")"
   done
 }
+# `throughput_seqs TAG N... -- ARGS...`: conveyor bench throughput, 1,000 prompts 1024/1024, with ARGS once per
+# --max-num-seqs N (auto: the engine's own choice), into $r/throughput.TAG.seqs_N.json and $r/t1000_TAG_seqs_N.txt,
+# one save line each; skipped when under 110 s of the call are left.
+throughput_seqs() {
+  local tag=$1 ns=() n s; shift
+  while [ "$1" != -- ]; do ns+=("$1"); shift; done; shift
+  for n in "${ns[@]}"; do
+    [ "$(left)" -lt 110 ] && { save "no time left for $tag max_num_seqs $n"; continue; }
+    s=(); [ "$n" = auto ] || s=(--max-num-seqs "$n")
+    timeout $(($(left) - 10)) build/conveyor bench throughput "$@" "${s[@]}" --input-len 1024 --output-len 1024 \
+      --num-prompts 1000 --output-json "$r/throughput.$tag.seqs_$n.json" > "$r/t1000_${tag}_seqs_$n.txt" 2>&1
+    save "$tag 1000 prompts max_num_seqs $n rc=$? $(grep -iE 'Throughput|TTFT|preempt' "$r/t1000_${tag}_seqs_$n.txt" |
+      tr '\n' ' ' | cut -c1-300)"
+  done
+}

@@ -12,10 +12,4 @@ mb=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtyp
 latency_ab bf16 CONVEYOR_PDL 1 0 -- "${mb[@]}"
 m=("${mb[@]}" --quantization fp8 --kv-cache-dtype fp8)
 latency_ab fp8 CONVEYOR_PDL 1 -- "${m[@]}"
-for n in 512 auto; do
-  [ "$(left)" -lt 110 ] && { save "no time left for max_num_seqs $n"; continue; }
-  s=(); [ $n = auto ] || s=(--max-num-seqs $n)
-  timeout $(($(left) - 10)) build/conveyor bench throughput "${m[@]}" "${s[@]}" --input-len 1024 --output-len 1024 \
-    --num-prompts 1000 --output-json $r/throughput.fp8.seqs_$n.json > $r/t1000_fp8_seqs_$n.txt 2>&1
-  save "fp8 1000 prompts max_num_seqs $n rc=$? $(grep -iE 'Throughput|TTFT|preempt' $r/t1000_fp8_seqs_$n.txt | tr '\n' ' ' | cut -c1-300)"
-done
+throughput_seqs fp8 512 auto -- "${m[@]}"
