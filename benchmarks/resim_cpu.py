@@ -11,7 +11,8 @@ outside sim_cpu.py's bounds. A simulator change is checked against every run mea
 their runs are simulated with the run queues' turns too (the probe measured 3,840-4,000 us on this machine).
 --what-if edits every doctor JSON before simulating, to ask how a rule or a measurement moves the rows (repeatable):
 ring_above=F scales the ring probe's speeds at k > cpus, ring_below=sharing takes the sharing probe's speeds at
-k <= cpus instead of the ring's, busy_hops=F scales the busy hop samples, quantum_us=US sets the slice. The last line
+k <= cpus instead of the ring's, ring=ideal gives a rank that holds a CPU its speed alone (1 up to the CPUs, cpus / k
+beyond), busy_hops=F scales the busy hop samples, quantum_us=US sets the slice. The last line
 counts the rows within the bounds per layout."""
 import argparse
 import json
@@ -79,7 +80,7 @@ def main():
     ap.add_argument("--conveyor", default=os.path.join(sim_cpu.ROOT, "build/conveyor"))
     ap.add_argument("--quantum-us", type=float, help="the slice for doctor JSONs without quantum_us")
     ap.add_argument("--what-if", action="append", default=[], metavar="NAME=VALUE",
-                    help="ring_above=F, ring_below=sharing, busy_hops=F or quantum_us=US")
+                    help="ring_above=F, ring_below=sharing, ring=ideal, busy_hops=F or quantum_us=US")
     ap.add_argument("runs", nargs="+")
     args = ap.parse_args()
     edits = [tuple(e.split("=", 1)) for e in args.what_if]

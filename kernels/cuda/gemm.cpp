@@ -364,9 +364,11 @@ GemmRunner::Plan* GemmRunner::planned(void* y, DType out, const void* x, const v
   const ShapeKey key{m, n, k, ab, out, bias_epilogue, accumulate, gemm_alignment_of(x), gemm_alignment_of(w),
                      gemm_alignment_of(y), bias_epilogue ? gemm_alignment_of(bias) : 16u};
   auto it = impl_->plans.find(key);
-  if (it == impl_->plans.end()) it = impl_->plans.emplace(key, impl_->make_plan(key, bias)).first;
+  if (it == impl_->plans.end()) {
+    it = impl_->plans.emplace(key, impl_->make_plan(key, bias)).first;
+    it->second->key = key;
+  }
   Plan& plan = *it->second;
-  plan.key = key;
   if (bias_epilogue) set_desc(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   const Operands ops{y, x, w, bias};
 

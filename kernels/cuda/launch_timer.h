@@ -5,28 +5,24 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 
 #include "runtime/core/cuda_check.h"
+#include "runtime/core/env_switch.h"
 
 namespace conveyor {
 
 // A region of the L2's size for LaunchTimer::us_cold, taken at the process's first such race and kept (cold_l2():
 // races later, in a decode step that meets a new shape, allocate nothing; none where it cannot be had: the races
-// then time warm; it comes out of the fixed margin of gpu_reserve.h). The decode shapes' races use it (GemmRunner, Fp8GemmRunner): run after run the
-// same weights would sit in the L2 (50 MB on an H100 holds an 8B model's o or q|k|v), and an H100 raced bf16 o
-// (n = k = 4096) to cuBLASLt in one process (23.0 us in the step) and to the gemv (16.7 us) in another
-// (benchmarks/results/nvidia-h100/2026-12-07-r15). Off unless CONVEYOR_COLD_GEMM_TUNE=1 (read once) until a GPU
-// has run it (benchmarks/results/nvidia-h200/next/call_r15d.sh).
+// then time warm; it comes out of the fixed margin of gpu_reserve.h). The decode shapes' races use it (GemmRunner,
+// Fp8GemmRunner): run after run the same weights would sit in the L2 (50 MB on an H100 holds an 8B model's o or
+// q|k|v), and an H100 raced bf16 o (n = k = 4096) to cuBLASLt in one process (23.0 us in the step) and to the
+// gemv (16.7 us) in another (benchmarks/results/nvidia-h100/2026-12-07-r15). Off unless CONVEYOR_COLD_GEMM_TUNE=1
+// (read once) until a GPU has run it (benchmarks/results/nvidia-h200/next/call_r15d.sh).
 class ColdL2 {
  public:
   ColdL2() {
-    static const bool on = [] {
-      const char* v = std::getenv("CONVEYOR_COLD_GEMM_TUNE");
-      return v != nullptr && std::strcmp(v, "1") == 0;
-    }();
+    static const bool on = env_switch_opt_in("CONVEYOR_COLD_GEMM_TUNE");
     int device = 0, l2 = 0;
     if (!on || cudaGetDevice(&device) != cudaSuccess ||
         cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess || l2 <= 0)

@@ -1,19 +1,14 @@
 // The fused decode linears of the CUDA backend (see cuda_fused_linear.h).
 #include "stages/cuda/cuda_fused_linear.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #include "kernels/cuda/gemv.h"
+#include "runtime/core/env_switch.h"
 
 namespace conveyor {
 
 bool fused_gemv_linear(GemmRunner& gemm, DType dt, const TensorView& out, const TensorView& src, const NormView* norm,
                        const TensorView& w, const TensorView& bias, bool accumulate, cudaStream_t stream) {
-  static const bool on = [] {
-    const char* v = std::getenv("CONVEYOR_FUSED_GEMV");
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  }();
+  static const bool on = env_switch_opt_in("CONVEYOR_FUSED_GEMV");
   const int64_t m = src.rows, k = norm != nullptr ? src.cols : src.cols / 2, n = w.rows;
   if (!on || w.fp8() || src.dtype != dt || w.dtype != dt || w.cols != k || out.rows != m || out.cols != n ||
       (norm == nullptr && src.cols % 2 != 0) || (norm != nullptr && norm->weight.dtype != dt) ||
