@@ -18,7 +18,9 @@ namespace conveyor {
 // Fp8GemmRunner): run after run the same weights would sit in the L2 (50 MB on an H100 holds an 8B model's o or
 // q|k|v), and an H100 raced bf16 o (n = k = 4096) to cuBLASLt in one process (23.0 us in the step) and to the
 // gemv (16.7 us) in another (benchmarks/results/nvidia-h100/2026-12-07-r15). Off unless CONVEYOR_COLD_GEMM_TUNE=1
-// (read once) until a GPU has run it (benchmarks/results/nvidia-h200/next/call_r15d.sh).
+// (read once): on an H100 batch 1 bf16 was 0.3% slower with it (benchmarks/results/nvidia-h100/2026-12-07-r16), and
+// the flush, a write, leaves the L2 dirty, so the timed run's reads share DRAM with its write-back (o: 20.0 us cold,
+// 10.0 warm, where its bytes take 10 us): a flush that reads would time DRAM alone.
 class ColdL2 {
  public:
   ColdL2() {
