@@ -7,6 +7,7 @@
 
 #include <limits>
 
+#include "kernels/cuda/elementwise.h"
 #include "runtime/core/cuda_check.h"
 #include "runtime/core/env_switch.h"
 
@@ -18,9 +19,10 @@ namespace conveyor {
 // Fp8GemmRunner): run after run the same weights would sit in the L2 (50 MB on an H100 holds an 8B model's o or
 // q|k|v), and an H100 raced bf16 o (n = k = 4096) to cuBLASLt in one process (23.0 us in the step) and to the
 // gemv (16.7 us) in another (benchmarks/results/nvidia-h100/2026-12-07-r15). Off unless CONVEYOR_COLD_GEMM_TUNE=1
-// (read once): on an H100 batch 1 bf16 was 0.3% slower with it (benchmarks/results/nvidia-h100/2026-12-07-r16), and
-// the flush, a write, leaves the L2 dirty, so the timed run's reads share DRAM with its write-back (o: 20.0 us cold,
-// 10.0 warm, where its bytes take 10 us): a flush that reads would time DRAM alone.
+// (read once): on an H100 batch 1 bf16 was 0.3% slower with it (benchmarks/results/nvidia-h100/2026-12-07-r16),
+// when the flush was a write (cudaMemsetAsync). That left the L2 dirty, so the timed run's reads shared DRAM with
+// its write-back (o: 20.0 us cold, 10.0 warm, where its bytes take 10 us). The flush now reads a region of zeros
+// (read_through_l2_cuda), leaving clean lines; not yet run on a GPU.
 class ColdL2 {
  public:
   ColdL2() {
@@ -29,12 +31,14 @@ class ColdL2 {
     if (!on || cudaGetDevice(&device) != cudaSuccess ||
         cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess || l2 <= 0)
       return;
-    if (cudaMalloc(&p_, static_cast<size_t>(l2)) != cudaSuccess) {
+    const size_t bytes = static_cast<size_t>(l2) / 16 * 16;  // read_through_l2_cuda reads 16-byte packs
+    if (cudaMalloc(&p_, bytes) != cudaSuccess || cudaMemset(p_, 0, bytes) != cudaSuccess) {
       cudaGetLastError();  // out of memory: time warm
+      if (p_ != nullptr) cudaFree(p_);
       p_ = nullptr;
       return;
     }
-    bytes_ = static_cast<size_t>(l2);
+    bytes_ = bytes;
   }
   ~ColdL2() {
     if (p_ != nullptr) cudaFree(p_);
@@ -68,9 +72,9 @@ class LaunchTimer {
   LaunchTimer(const LaunchTimer&) = delete;
   LaunchTimer& operator=(const LaunchTimer&) = delete;
 
-  // Microseconds per call as us() gives them, each call timed alone after `cold`'s region was written on the
-  // stream (as large as the L2: the call meets its operands in DRAM, as a decode step meets each layer's weights
-  // after the layers before went through the L2). Without a region, us().
+  // Microseconds per call as us() gives them, each call timed alone after `cold`'s region was read through the L2
+  // on the stream (as large as the L2: the call meets its operands in DRAM, as a decode step meets each layer's
+  // weights after the layers before went through the L2). Without a region, us().
   template <typename Launch>
   float us_cold(Launch&& launch, int runs, cudaStream_t stream, const ColdL2& cold) {
     void* flush = cold.data();
@@ -79,7 +83,7 @@ class LaunchTimer {
     if (!launch()) return std::numeric_limits<float>::infinity();
     float total = 0.f;
     for (int r = 0; r < runs; ++r) {
-      CONVEYOR_CUDA_CHECK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, stream));
+      read_through_l2_cuda(flush, static_cast<int64_t>(flush_bytes), stream);
       CONVEYOR_CUDA_CHECK(cudaEventRecord(start_, stream));
       const bool ok = launch();
       CONVEYOR_CUDA_CHECK(cudaEventRecord(stop_, stream));

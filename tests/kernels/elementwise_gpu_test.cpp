@@ -1,5 +1,6 @@
 // add_cuda, gather_rows_cuda, convert_cuda, add_bias_cuda and abs_max_cols_cuda against the CPU twins (kernels/cpu/add.h)
-// or the plain formula, random inputs rounded to the storage type, every element checked.
+// or the plain formula, random inputs rounded to the storage type, every element checked; read_through_l2_cuda
+// (LaunchTimer's flush) leaves its region of zeros as it was.
 #include "kernels/cuda/elementwise.h"
 
 #include <gtest/gtest.h>
@@ -125,6 +126,25 @@ TEST(AbsMaxColsGpu, MatchesCpuTwin) {
       EXPECT_EQ(download(out.get(), 1, DType::kF32)[0], want) << dtype_name(dt) << " rows " << rows;
     }
   }
+}
+
+TEST(ReadThroughL2Gpu, LeavesARegionOfZerosAsItWas) {
+  for (int64_t bytes : {int64_t{16}, int64_t{4096}, (int64_t{50} << 20) + 48}) {
+    TestBuffer region(static_cast<size_t>(bytes));
+    CONVEYOR_CUDA_CHECK(cudaMemset(region.get(), 0, static_cast<size_t>(bytes)));
+    read_through_l2_cuda(region.get(), bytes, nullptr);
+    CONVEYOR_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<uint32_t> back(static_cast<size_t>(bytes / 4), 1u);
+    CONVEYOR_CUDA_CHECK(cudaMemcpy(back.data(), region.get(), static_cast<size_t>(bytes), cudaMemcpyDeviceToHost));
+    size_t nonzero = 0;
+    for (uint32_t w : back) nonzero += w != 0;
+    EXPECT_EQ(nonzero, 0u) << bytes << " bytes";
+  }
+  TestBuffer buf(64);
+  read_through_l2_cuda(buf.get(), 0, nullptr);  // nothing to read
+  EXPECT_THROW(read_through_l2_cuda(buf.get(), 15, nullptr), Error);                       // not whole packs
+  EXPECT_THROW(read_through_l2_cuda(buf.as<char>() + 4, 16, nullptr), Error);               // misaligned
+  EXPECT_THROW(read_through_l2_cuda(buf.get(), -16, nullptr), Error);
 }
 
 TEST(ElementwiseGpu, RejectsBadArguments) {
