@@ -105,7 +105,7 @@ void add_bias_from(Y* y, const void* bias, DType bias_t, int64_t rows, int64_t c
 }
 
 // Every lane folds its 16-byte loads (L2 only, __ldcg) into one word; the store (never taken on zeros) only keeps
-// the loads from being dropped.
+// the loads from being dropped. Any lane may take it (the same value), so no lane's loads are provably dead.
 __global__ void read_through_l2_kernel(const uint4* __restrict__ p, int64_t packs, uint32_t* sink) {
   uint32_t acc = 0;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -113,7 +113,7 @@ __global__ void read_through_l2_kernel(const uint4* __restrict__ p, int64_t pack
     const uint4 v = __ldcg(p + i);
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
-  if (acc == 0x5EEDF00Du && threadIdx.x == 0 && blockIdx.x == 0) *sink = acc;
+  if (acc == 0x5EEDF00Du) *sink = acc;
 }
 
 }  // namespace
