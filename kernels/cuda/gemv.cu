@@ -26,6 +26,8 @@
 // rms_norm_cuda spreads it (row_ops.cuh: the same partial sums, reduced in the same order), whatever the block.
 #include "kernels/cuda/gemv.h"
 
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "kernels/cuda/dense_vec.cuh"
@@ -49,16 +51,29 @@ constexpr int kLoadsInFlight = 8;  // 16-byte w loads a lane issues before consu
 // codes (16 per pack, m16n8k32 e4m3 mma, sm_89+). The fragment layouts of the two mmas put the same k
 // slots in the same registers (a0/b0: the lane's first 4 bytes-worth of k, a2/b1: the next), so one
 // register wiring serves both.
+// Fp8Half: e4m3 weights against x made f16 in shared memory (exactly: e4m3 -> f16 is exact) by each block, fed
+// to the f16 mma (m16n8k16) with the weights converted in registers. sm_90 has no e4m3 mma.sync: ptxas emulates
+// Fp8Codes' with f16 mmas that convert both operands on every use, so x's conversions, the same count as w's at
+// one row tile, are made once per block here instead.
 struct Fp8Codes {};
+struct Fp8Half {};
 template <typename T>
 struct Elem {
-  using Storage = T;
+  using Storage = T;   // w
+  using XStorage = T;  // x as the warps read it
   static constexpr int kPack = 8;
 };
 template <>
 struct Elem<Fp8Codes> {
   using Storage = uint8_t;
+  using XStorage = uint8_t;
   static constexpr int kPack = 16;
+};
+template <>
+struct Elem<Fp8Half> {
+  using Storage = uint8_t;
+  using XStorage = __half;
+  static constexpr int kPack = 16;  // a pack of w; its x is two 16-byte packs of halves
 };
 
 template <typename T>
@@ -103,12 +118,24 @@ struct Epilogue {
 
 // Where x comes from: read as given (kNone), or made by the block in shared memory from `src`: kRmsNorm:
 // rms_norm(src[m, k]) * norm_w, kSiluMul: silu(src[:, :k]) * src[:, k:] (src is [m, 2k]).
-enum class Prologue { kNone, kRmsNorm, kSiluMul };
+// kFp8Half: x = the f16 values of the e4m3 codes src[m, k] (for T = Fp8Half).
+enum class Prologue { kNone, kRmsNorm, kSiluMul, kFp8Half };
 struct PrologueArgs {
   const void* src = nullptr;
   const void* norm_w = nullptr;
   float eps = 0.f;
 };
+
+// Four e4m3 codes (the low byte first) as two f16x2 registers (codes 0, 1 in lo, the low half first), exactly.
+__device__ __forceinline__ void halves_of_e4m3x4(uint32_t codes, uint32_t& lo, uint32_t& hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
+  __trap();  // fp8_gemv_cuda refuses devices below sm_89 before launching
+#else
+  asm("{\n .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e4m3x2 %0, l;\n cvt.rn.f16x2.e4m3x2 %1, h;\n}"
+      : "=r"(lo), "=r"(hi)
+      : "r"(codes));
+#endif
+}
 
 // Lane (g = lane / 4, q = lane % 4) of a warp step at pack base s * 4 reads pack p = s * 4 + q of
 // w row (tile row g) and of x rows g and g + 8. With X, H the x packs and W the w pack, the two
@@ -119,13 +146,14 @@ struct PrologueArgs {
 template <typename T, bool kHighTokens, int kTiles, bool kSharedX = false>
 struct WarpTile {
   using S = typename Elem<T>::Storage;
+  using XS = typename Elem<T>::XStorage;
   static constexpr int kPack = Elem<T>::kPack;
   static constexpr int kSteps = kLoadsInFlight / kTiles;  // warp steps per chunk
   static constexpr int kChunkPacks = kSteps * kLanePacks;  // packs of one row per chunk
   using Loads = uint4[kSteps][kTiles];
   const S* w_row[kTiles];  // rows past n are clamped to row n - 1: read, never written out
-  const S* x_lo;           // token g (clamped to token 0 past m: its outputs are never written)
-  const S* x_hi;           // token g + 8, likewise
+  const XS* x_lo;          // token g (clamped to token 0 past m: its outputs are never written)
+  const XS* x_hi;          // token g + 8, likewise
   int q;
   // Two accumulator sets (even and odd steps) halve the chain of dependent mmas.
   float acc[2][kTiles][4] = {};
@@ -145,7 +173,7 @@ struct WarpTile {
   }
 
   // x: through the read-only cache from global memory, or from the block's shared copy (a generic load).
-  static __device__ __forceinline__ uint4 load_x(const S* p) {
+  static __device__ __forceinline__ uint4 load_x(const XS* p) {
     if constexpr (kSharedX) return *reinterpret_cast<const uint4*>(p);
     else return __ldg(reinterpret_cast<const uint4*>(p));
   }
@@ -160,22 +188,37 @@ struct WarpTile {
       const bool ok = !kChecked || p < packs;
       const uint4 xl = ok ? load_x(x_lo + p * kPack) : zero;
       const uint4 xh = kHighTokens && ok ? load_x(x_hi + p * kPack) : zero;
+      if constexpr (std::is_same_v<T, Fp8Half>) {  // m <= 8: x is the 16 k of the pack as two packs of halves
+        const uint4 x2 = ok ? load_x(x_lo + p * kPack + 8) : zero;
+        const uint32_t xa[8] = {xl.x, xl.y, xl.z, xl.w, x2.x, x2.y, x2.z, x2.w};
 #pragma unroll
-      for (int t = 0; t < kTiles; ++t) {
-        if constexpr (std::is_same_v<T, Fp8Codes>) {
-          // Hopper's tensor cores keep fewer bits than fp32 when they add FP8 products into an
-          // accumulator; the two mmas' 64 products are summed there from zero and promoted to the
-          // fp32 sum here, as cuBLASLt's non-fast-accumulate FP8 GEMMs do every k-tile. The mma chain is
-          // two long, so one accumulator set (the second, always zero, folds away) keeps registers for
-          // two row tiles without spilling.
-          float part[4] = {0.f, 0.f, 0.f, 0.f};
-          mma_tile<T>(part, xl.x, xh.x, xl.y, xh.y, wv[u][t].x, wv[u][t].y);
-          mma_tile<T>(part, xl.z, xh.z, xl.w, xh.w, wv[u][t].z, wv[u][t].w);
+        for (int t = 0; t < kTiles; ++t) {
+          const uint32_t wr[4] = {wv[u][t].x, wv[u][t].y, wv[u][t].z, wv[u][t].w};
 #pragma unroll
-          for (int i = 0; i < 4; ++i) acc[0][t][i] += part[i];
-        } else {
-          mma_tile<T>(acc[u & 1][t], xl.x, xh.x, xl.y, xh.y, wv[u][t].x, wv[u][t].y);
-          mma_tile<T>(acc[u & 1][t], xl.z, xh.z, xl.w, xh.w, wv[u][t].z, wv[u][t].w);
+          for (int i = 0; i < 4; ++i) {  // w's 4 codes of word i: k 4i .. 4i + 3, two f16 pairs
+            uint32_t lo, hi;
+            halves_of_e4m3x4(wr[i], lo, hi);
+            mma_tile<__half>(acc[i & 1][t], xa[2 * i], 0u, xa[2 * i + 1], 0u, lo, hi);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int t = 0; t < kTiles; ++t) {
+          if constexpr (std::is_same_v<T, Fp8Codes>) {
+            // Hopper's tensor cores keep fewer bits than fp32 when they add FP8 products into an
+            // accumulator; the two mmas' 64 products are summed there from zero and promoted to the
+            // fp32 sum here, as cuBLASLt's non-fast-accumulate FP8 GEMMs do every k-tile. The mma chain is
+            // two long, so one accumulator set (the second, always zero, folds away) keeps registers for
+            // two row tiles without spilling.
+            float part[4] = {0.f, 0.f, 0.f, 0.f};
+            mma_tile<T>(part, xl.x, xh.x, xl.y, xh.y, wv[u][t].x, wv[u][t].y);
+            mma_tile<T>(part, xl.z, xh.z, xl.w, xh.w, wv[u][t].z, wv[u][t].w);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[0][t][i] += part[i];
+          } else {
+            mma_tile<T>(acc[u & 1][t], xl.x, xh.x, xl.y, xh.y, wv[u][t].x, wv[u][t].y);
+            mma_tile<T>(acc[u & 1][t], xl.z, xh.z, xl.w, xh.w, wv[u][t].z, wv[u][t].w);
+          }
         }
       }
     }
@@ -261,13 +304,30 @@ __device__ __forceinline__ void make_x(T* xs, const PrologueArgs& pa, int m, int
   __syncthreads();
 }
 
+// Prologue::kFp8Half's x: the halves of src's e4m3 codes ([m, k], 16 codes a pack), after the wait.
+__device__ __forceinline__ void make_x_fp8(__half* xs, const PrologueArgs& pa, int m, int packs) {
+  const auto* src = static_cast<const uint4*>(pa.src);
+  auto* dst = reinterpret_cast<uint4*>(xs);
+  for (int i = threadIdx.x; i < m * packs; i += blockDim.x) {
+    const uint4 c = __ldg(src + i);
+    const uint32_t w[4] = {c.x, c.y, c.z, c.w};
+    uint32_t h[8];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) halves_of_e4m3x4(w[j], h[2 * j], h[2 * j + 1]);
+    dst[2 * i] = make_uint4(h[0], h[1], h[2], h[3]);
+    dst[2 * i + 1] = make_uint4(h[4], h[5], h[6], h[7]);
+  }
+  __syncthreads();
+}
+
 template <typename T, bool kHighTokens, int kTiles, Prologue kPro = Prologue::kNone>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     gemv_kernel(Epilogue ep, const typename Elem<T>::Storage* x, const typename Elem<T>::Storage* w, int m, int n,
                 int packs, PrologueArgs pa, int cfg_packs, int cfg_threads) {
   constexpr bool kFused = kPro != Prologue::kNone;
   using Tile = WarpTile<T, kHighTokens, kTiles, kFused>;
-  extern __shared__ uint4 fused_x[];  // kFused: x, [m, k] in T
+  using XS = typename Elem<T>::XStorage;
+  extern __shared__ uint4 fused_x[];  // kFused: x, [m, k] in XS
   constexpr int kCols = kTileRows * kTiles;  // rows of w (columns of y) per block
   __shared__ float4 partial[kMaxWarps][kTiles][32];
   const int lane = threadIdx.x & 31;
@@ -281,10 +341,16 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   // against 0.7283 s), so the overlap is the launch.
   cuda_detail::pdl_wait();
   cuda_detail::pdl_launch_dependents();  // pdl.cuh: after the wait, so at most one kernel waits ahead
-  if constexpr (kFused) {
-    auto* xs = reinterpret_cast<typename Elem<T>::Storage*>(fused_x);
+  const XS* xp = nullptr;
+  if constexpr (kPro == Prologue::kFp8Half) {
+    make_x_fp8(reinterpret_cast<__half*>(fused_x), pa, m, packs);
+    xp = reinterpret_cast<const XS*>(fused_x);
+  } else if constexpr (kFused) {
+    auto* xs = reinterpret_cast<XS*>(fused_x);
     make_x<T, kPro>(xs, pa, m, packs, cfg_packs, cfg_threads);
-    x = xs;
+    xp = xs;
+  } else {
+    xp = x;
   }
   // One block tile (kCols rows of w) per block; fused, a grid of at most two blocks per SM takes them in turn,
   // so each block makes x once (a loop the plain kernel does without: it costs it registers).
@@ -296,8 +362,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       const int64_t r = col0 + t * kTileRows + g;
       tile.w_row[t] = w + (r < n ? r : n - 1) * k;
     }
-    tile.x_lo = x + (g < m ? g : 0) * k;
-    tile.x_hi = x + (kHighTokens && g + 8 < m ? g + 8 : 0) * k;
+    tile.x_lo = xp + (g < m ? g : 0) * k;
+    tile.x_hi = xp + (kHighTokens && g + 8 < m ? g + 8 : 0) * k;
     tile.run(warp, warps, packs);
 #pragma unroll
     for (int t = 0; t < kTiles; ++t) {
@@ -347,14 +413,14 @@ void launch(const Epilogue& e, const void* x, const void* w, int m, int n, int p
             cudaStream_t stream, const PrologueArgs& pa = {}) {
   using S = typename Elem<T>::Storage;
   constexpr int kCols = kTileRows * kTiles;
-  constexpr int kChunkPacks = WarpTile<T, kHighTokens, kTiles>::kChunkPacks;
+  constexpr int kChunkPacks = WarpTile<T, kHighTokens, kTiles, kPro != Prologue::kNone>::kChunkPacks;
   const int64_t blocks = (static_cast<int64_t>(n) + kCols - 1) / kCols;
   const int64_t warps = launch_warps(blocks, (packs + kChunkPacks - 1) / kChunkPacks, sm_count);
   auto* kernel = gemv_kernel<T, kHighTokens, kTiles, kPro>;
   size_t smem = 0;
   cuda_detail::RowPackConfig cfg{1, 32};
   if constexpr (kPro != Prologue::kNone) {
-    smem = static_cast<size_t>(m) * static_cast<size_t>(packs) * 16;
+    smem = static_cast<size_t>(m) * static_cast<size_t>(packs) * Elem<T>::kPack * sizeof(typename Elem<T>::XStorage);
     if (kPro == Prologue::kRmsNorm) cfg = cuda_detail::row_pack_config(packs);  // as rms_norm_cuda spreads a row
     static bool sized = false;  // per instantiation: the most shared memory any fused x may take
     if (!sized) {
@@ -377,13 +443,15 @@ void dispatch(const Epilogue& e, const void* x, const void* w, int m, int n, int
   // bytes, so at k = 4096 one tile's 8 chunks meet 8 warps one chunk each and no warp overlaps a second
   // chunk's loads with the first's mmas (the FP8 gemv streamed ~2.5 TB/s on an H100 that way, round 10);
   // with two tiles a chunk is half as many packs, and every warp double-buffers two, as bf16 does.
-  constexpr bool kFp8 = std::is_same_v<T, Fp8Codes>;
+  constexpr bool kFp8 = std::is_same_v<T, Fp8Codes> || std::is_same_v<T, Fp8Half>;
   const bool two_tiles =
       (m > 8 || kFp8) && (static_cast<int64_t>(n) + 2 * kTileRows - 1) / (2 * kTileRows) >= sm_count;
-  if constexpr (kPro != Prologue::kNone) {
+  if constexpr (kPro == Prologue::kFp8Half) {  // m <= 8
+    if (two_tiles) return launch<T, false, 2, kPro>(e, x, w, m, n, packs, sm_count, stream, pa);
+    return launch<T, false, 1, kPro>(e, x, w, m, n, packs, sm_count, stream, pa);
+  } else if constexpr (kPro != Prologue::kNone) {
     return launch<T, false, 1, kPro>(e, x, w, m, n, packs, sm_count, stream, pa);  // m <= kGemvFusedMaxRows
-  }
-  if (m <= 8) {
+  } else if (m <= 8) {
     if constexpr (kFp8) {
       if (two_tiles) return launch<T, false, 2>(e, x, w, m, n, packs, sm_count, stream);
     }
@@ -393,6 +461,16 @@ void dispatch(const Epilogue& e, const void* x, const void* w, int m, int n, int
   } else {
     launch<T, true, 1>(e, x, w, m, n, packs, sm_count, stream);
   }
+}
+
+// Whether fp8_gemv_cuda takes the Fp8Half kernel: m <= 8 and x's halves fit the fused kernels' shared memory.
+// CONVEYOR_FP8_GEMV_HALF=0 keeps the Fp8Codes kernel (to compare them).
+bool fp8_gemv_half_takes(int64_t m, int64_t k) {
+  static const bool off = [] {
+    const char* v = std::getenv("CONVEYOR_FP8_GEMV_HALF");
+    return v != nullptr && std::string(v) == "0";
+  }();
+  return !off && m <= 8 && static_cast<size_t>(m * k) * 2 <= kGemvFusedMaxBytes;
 }
 
 // The checks both entry points share; returns the device's SM count.
@@ -506,8 +584,14 @@ void fp8_gemv_cuda(void* y, DType out, const uint8_t* x, const float* x_scale, c
   const int sm_count = check_launch("fp8_gemv_cuda", y, x, w, m, n, k, Elem<Fp8Codes>::kPack, 89,
                                     "e4m3 tensor-core mma (8.9 or newer): use Fp8GemmRunner (cuBLASLt)");
   const Epilogue e{y, out, bias, bias_dt, x_scale, w_scale, accumulate};
-  dispatch<Fp8Codes>(e, x, w, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k / Elem<Fp8Codes>::kPack),
-                     sm_count, stream);
+  const int mi = static_cast<int>(m), ni = static_cast<int>(n), packs = static_cast<int>(k / Elem<Fp8Codes>::kPack);
+  if (fp8_gemv_half_takes(m, k)) {
+    PrologueArgs pa;
+    pa.src = x;
+    dispatch<Fp8Half, Prologue::kFp8Half>(e, nullptr, w, mi, ni, packs, sm_count, stream, pa);
+  } else {
+    dispatch<Fp8Codes>(e, x, w, mi, ni, packs, sm_count, stream);
+  }
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 

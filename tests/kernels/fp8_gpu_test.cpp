@@ -278,9 +278,11 @@ TEST(Fp8Gpu, FusedScaledGemmDeclinesWhatItCannotFuse) {
 
 TEST(Fp8Gpu, SmallMGemvEqualsTwin) {
   // m on both sides of 8 (one or two token halves of the mma), n with partial row tiles, k with a
-  // partial chunk (512 codes per warp chunk) and the decode shapes of an 8B layer.
+  // partial chunk (512 codes per warp chunk) and the decode shapes of an 8B layer. At m <= 8 the Fp8Half kernel,
+  // but for 8 x 8192 (x past its shared memory: the Fp8Codes kernel, as at m > 8).
   for (GemmCase s : {GemmCase{1, 64, 64}, GemmCase{2, 1000, 1040}, GemmCase{8, 320, 192}, GemmCase{9, 576, 1536},
-                     GemmCase{16, 1024, 4096}, GemmCase{4, 6144, 4096}, GemmCase{3, 4096, 14336}})
+                     GemmCase{16, 1024, 4096}, GemmCase{4, 6144, 4096}, GemmCase{3, 4096, 14336},
+                     GemmCase{8, 256, 8192}})
     for (DType out : {DType::kF32, DType::kBF16, DType::kF16}) {
       check_gemm(s, out, false, false, true);
       check_gemm(s, out, true, false, true);
