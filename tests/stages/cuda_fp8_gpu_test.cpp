@@ -30,14 +30,17 @@ std::vector<std::vector<int32_t>> prompts() {
   return nlohmann::json::parse(in)["prompts"].get<std::vector<std::vector<int32_t>>>();
 }
 
-void check_layout(const std::string& layout, bool quantize_at_load, DType dt, bool kv_fp8 = false) {
+void check_layout(const std::string& layout, bool quantize_at_load, DType dt, bool kv_fp8 = false,
+                  GemvPolicy gemv = GemvPolicy::kAuto) {
   const std::string dir = testing::data_path("fp8/" + layout);
   ModelSpec spec = load_model_spec(dir);
   apply_quantization_flag(spec.quant, quantize_at_load ? "fp8" : "none");
   ASSERT_TRUE(spec.quant.fp8_linears() || kv_fp8);
   const auto ps = prompts();
   testing::ModelDriver cpu(spec, dir, make_cpu_ops(), kv_fp8);
-  testing::ModelDriver gpu(spec, dir, make_cuda_ops(0, dt), kv_fp8);
+  CudaOpsSizes sizes;
+  sizes.fp8_gemv = gemv;
+  testing::ModelDriver gpu(spec, dir, make_cuda_ops(0, dt, sizes), kv_fp8);
   ASSERT_EQ(gpu.kv_cache().fp8(), kv_fp8);
   for (int l = 0; l < static_cast<int>(spec.layers); ++l) {  // the same scales reach both caches
     EXPECT_EQ(gpu.kv_cache().scales(l).k, cpu.kv_cache().scales(l).k);
@@ -56,8 +59,9 @@ void check_layout(const std::string& layout, bool quantize_at_load, DType dt, bo
     matched += c.matched;
     total += want[p].tokens.size();
   }
-  std::printf("%s %s%s: %zu of %zu tokens equal the CPU twin's before any tie\n", layout.c_str(), dtype_name(dt),
-              kv_fp8 ? " FP8 KV" : "", matched, total);
+  const char* policy = gemv == GemvPolicy::kAlways ? " gemv" : gemv == GemvPolicy::kNever ? " cuBLASLt" : "";
+  std::printf("%s %s%s%s: %zu of %zu tokens equal the CPU twin's before any tie\n", layout.c_str(), dtype_name(dt),
+              kv_fp8 ? " FP8 KV" : "", policy, matched, total);
   EXPECT_GE(static_cast<double>(matched), testing::kMinComparedBf16 * static_cast<double>(total));
 }
 
@@ -66,6 +70,13 @@ TEST(CudaFp8, CompressedTensorsCheckpointsFollowTheCpuTwin) {
     check_layout("ct_channel", false, dt);
     check_layout("ct_tensor", false, dt);
   }
+}
+
+// Every decode linear (m <= 16 tokens) through fp8_gemv_cuda, and every one through cuBLASLt: both runtime.fp8_gemv
+// extremes follow the twin as the default (auto, which races them per shape) does above.
+TEST(CudaFp8, GemvAndCublasLtEachFollowTheCpuTwin) {
+  for (GemvPolicy gemv : {GemvPolicy::kAlways, GemvPolicy::kNever})
+    for (DType dt : {DType::kF16, DType::kBF16}) check_layout("ct_channel", false, dt, false, gemv);
 }
 
 TEST(CudaFp8, QuantizationAtLoadFollowsTheCpuTwin) {
