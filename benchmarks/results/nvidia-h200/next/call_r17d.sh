@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Round 17's third call (any GPU, an H200 for (3); carry .gpu-deps; ~200 s, BUDGET_S=280): is the Fp8Half gemv as close to the twin as cuBLASLt?
+# Round 17's third call (any GPU, an H200 for (3); carry .gpu-deps; ~200 s, BUDGET_S=280): is the Fp8Half gemv
+# as close to the twin as cuBLASLt?
 # Under runtime.fp8_gemv=auto the FP8 KV stage test failed (r17c). (1) kernels_fp8_gpu_test's SmallM case prints the
 # largest error over sum|ab| of the gemv and of cuBLASLt on the same shapes. (2) The stage test with every decode
 # linear through the gemv (CONVEYOR_TEST_FP8_GEMV=on), then auto, then the default (cuBLASLt).
