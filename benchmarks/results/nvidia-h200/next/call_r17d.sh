@@ -12,8 +12,8 @@ save "small m rc=$?"; grep -E "largest error" $r/small_m.log
 for g in on auto off; do
   CONVEYOR_TEST_FP8_GEMV=$g CONVEYOR_REQUIRE_GPU=1 timeout 120 build/tests/stages_cuda_fp8_gpu_test \
     > $r/stage_$g.log 2>&1
-  save "stage test gemv=$g rc=$? $(grep -E 'tokens equal|NOT a tie' $r/stage_$g.log | sed 's/ tokens equal the CPU twin.s before any tie//' |
-    tr '\n' ';' | cut -c1-900)"
+  save "stage test gemv=$g rc=$? $(grep -E 'tokens equal|NOT a tie' $r/stage_$g.log |
+    sed 's/ tokens equal the CPU twin.s before any tie//' | tr '\n' ';' | cut -c1-900)"
 done
 # (3) On an H200: attention_bench (issue 16: >= 350 TFLOP/s at 8k) and batch 1 bf16 (>= 229).
 call_begin r17d conveyor attention_bench || exit 1
