@@ -21,6 +21,7 @@ struct PrologueArgs {
   const void* src = nullptr;
   const void* norm_w = nullptr;
   float eps = 0.f;
+  bool preload = false;  // kFp8Half: issue the first weights' loads before making x
 };
 
 // Four e4m3 codes (the low byte first) as two f16x2 registers (codes 0, 1 in lo, the low half first), exactly.
