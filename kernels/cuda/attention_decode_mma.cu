@@ -17,6 +17,7 @@
 #include <cuda_fp8.h>
 
 #include "kernels/cuda/attention_device.cuh"
+#include "kernels/cuda/e4m3.cuh"
 #include "kernels/cuda/pdl.cuh"
 #include "runtime/core/cuda_check.h"
 
@@ -49,11 +50,6 @@ __device__ __forceinline__ void mma_f16(float (&c)[4], uint32_t a0, uint32_t a2,
       : "r"(a0), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
 }
 
-// Two e4m3 codes (the low 16 bits of x) as an f16x2 register, exactly.
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t x) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(x & 0xffffu), __NV_E4M3);
-  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
-}
 
 __device__ __forceinline__ uint32_t half2_bits(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);
@@ -144,8 +140,11 @@ __device__ __forceinline__ void step(Acc<D>& st, const uint32_t (&qa)[D / 16][2]
       const uint4 kw = ks[(n * S::kC + c) * kThreads];
       const uint32_t w[4] = {kw.x, kw.y, kw.z, kw.w};
 #pragma unroll
-      for (int k = 0; k < 4; ++k)
-        mma_f16(s[n], qa[4 * c + k][0], qa[4 * c + k][1], e4m3x2_to_f16x2(w[k]), e4m3x2_to_f16x2(w[k] >> 16));
+      for (int k = 0; k < 4; ++k) {
+        uint32_t lo, hi;
+        e4m3x4_to_f16x2x2(w[k], lo, hi);
+        mma_f16(s[n], qa[4 * c + k][0], qa[4 * c + k][1], lo, hi);
+      }
     }
   }
   // s[n][e] (e < 2): head g, position 8n + 2t + e; visible when bit 2n + e of ok is set.
@@ -176,13 +175,17 @@ __device__ __forceinline__ void step(Acc<D>& st, const uint32_t (&qa)[D / 16][2]
       // Byte e of positions 2t and 2t + 1 (2t + 8 and 2t + 9) side by side: the pairs of B's two registers.
       const uint32_t lo01 = prmt(w0, w1, 0x5140), hi01 = prmt(w0, w1, 0x7362);
       const uint32_t lo23 = prmt(w2, w3, 0x5140), hi23 = prmt(w2, w3, 0x7362);
-      const uint32_t b0[4] = {lo01, lo01 >> 16, hi01, hi01 >> 16}, b1[4] = {lo23, lo23 >> 16, hi23, hi23 >> 16};
+      uint32_t b0[4], b1[4];  // B's two registers for dims +e: positions 2t, 2t + 1 and 2t + 8, 2t + 9
+      e4m3x4_to_f16x2x2(lo01, b0[0], b0[1]);
+      e4m3x4_to_f16x2x2(hi01, b0[2], b0[3]);
+      e4m3x4_to_f16x2x2(lo23, b1[0], b1[1]);
+      e4m3x4_to_f16x2x2(hi23, b1[2], b1[3]);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         float(&o)[4] = st.o[c * 8 + 4 * h + e];
         o[0] *= alpha;
         o[1] *= alpha;
-        mma_f16(o, pa0, pa2, e4m3x2_to_f16x2(b0[e]), e4m3x2_to_f16x2(b1[e]));
+        mma_f16(o, pa0, pa2, b0[e], b1[e]);
       }
     }
   }

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/e4m3.cuh"
+
 namespace conveyor::cuda_detail {
 
 template <typename T>
@@ -43,20 +45,21 @@ __device__ __forceinline__ void unpack8(const uint4& v, float* f) {
 using Fp8Kv = __nv_fp8_e4m3;
 
 // 8 e4m3 codes (the low 8 bytes of v) to fp32, exactly: pairs through the hardware conversion to half
-// (cvt.rn.f16x2.e4m3x2 on sm_89+; every e4m3 value, NaN included, is a half).
+// (e4m3.cuh: cvt.rn.f16x2.e4m3x2 on sm_89+; every e4m3 value, NaN included, is a half).
 template <>
 __device__ __forceinline__ void unpack8<Fp8Kv>(const uint4& v, float* f) {
   const uint32_t w[2] = {v.x, v.y};
 #pragma unroll
-  for (int j = 0; j < 2; ++j)
+  for (int j = 0; j < 2; ++j) {
+    uint32_t h[2];
+    e4m3x4_to_f16x2x2(w[j], h[0], h[1]);
 #pragma unroll
     for (int p = 0; p < 2; ++p) {
-      const __half2_raw h =
-          __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[j] >> (16 * p)), __NV_E4M3);
-      const float2 x = __half22float2(__half2(h));
+      const float2 x = __half22float2(reinterpret_cast<const __half2&>(h[p]));
       f[4 * j + 2 * p] = x.x;
       f[4 * j + 2 * p + 1] = x.y;
     }
+  }
 }
 
 // The e4m3 code of x / scale exactly as the CPU twin (kernels/cpu/fp8.h) makes it: IEEE division, round

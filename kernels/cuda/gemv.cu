@@ -42,7 +42,7 @@ namespace {
 using cuda_detail::is_aligned16;
 using cuda_detail::load_as_f32;
 using cuda_detail::store_from_f32;
-using gemv_detail::halves_of_e4m3x4;
+using cuda_detail::e4m3x4_to_f16x2x2;
 using gemv_detail::make_x;
 using gemv_detail::make_x_fp8;
 using gemv_detail::Prologue;
@@ -182,7 +182,7 @@ struct WarpTile {
 #pragma unroll
           for (int i = 0; i < 4; ++i) {  // w's 4 codes of word i: k 4i .. 4i + 3, two f16 pairs
             uint32_t lo, hi;
-            halves_of_e4m3x4(wr[i], lo, hi);
+            e4m3x4_to_f16x2x2(wr[i], lo, hi);
             mma_tile<__half>(acc[i & 1][t], xa[2 * i], 0u, xa[2 * i + 1], 0u, lo, hi);
           }
         }

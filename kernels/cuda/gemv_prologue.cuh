@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/dense_vec.cuh"
+#include "kernels/cuda/e4m3.cuh"
 #include "kernels/cuda/row_ops.cuh"
 
 namespace conveyor::gemv_detail {
@@ -24,16 +25,7 @@ struct PrologueArgs {
   bool preload = false;  // kFp8Half: issue the first weights' loads before making x
 };
 
-// Four e4m3 codes (the low byte first) as two f16x2 registers (codes 0, 1 in lo, the low half first), exactly.
-__device__ __forceinline__ void halves_of_e4m3x4(uint32_t codes, uint32_t& lo, uint32_t& hi) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
-  __trap();  // fp8_gemv_cuda refuses devices below sm_89 before launching
-#else
-  asm("{\n .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e4m3x2 %0, l;\n cvt.rn.f16x2.e4m3x2 %1, h;\n}"
-      : "=r"(lo), "=r"(hi)
-      : "r"(codes));
-#endif
-}
+using cuda_detail::e4m3x4_to_f16x2x2;
 
 // The fused inputs' x, made by the whole block into xs ([m, k] in T) after the wait for the kernel before.
 // RMSNorm: pass 1 sums squares over the packs rms_norm_cuda gives each of its threads (the first
@@ -95,7 +87,7 @@ __device__ __forceinline__ void make_x_fp8(__half* xs, const PrologueArgs& pa, i
     const uint32_t w[4] = {c.x, c.y, c.z, c.w};
     uint32_t h[8];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) halves_of_e4m3x4(w[j], h[2 * j], h[2 * j + 1]);
+    for (int j = 0; j < 4; ++j) e4m3x4_to_f16x2x2(w[j], h[2 * j], h[2 * j + 1]);
     dst[2 * i] = make_uint4(h[0], h[1], h[2], h[3]);
     dst[2 * i + 1] = make_uint4(h[4], h[5], h[6], h[7]);
   }
