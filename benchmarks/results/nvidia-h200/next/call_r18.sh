@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The next call (any GPU for (1)-(2); an H200 for the issue figures; carry .gpu-deps; ~520 s, BUDGET_S=560).
+# (0) The e4m3 conversions of e4m3.cuh (the gemv, FP8 decode attention; never GPU-run): the FP8 kernel and stage tests.
 # (1) The Fp8Half gemv's preload (its first weights loaded before the block makes x; never GPU-run): the kernel test,
 # the m = 1 choices with it on and off, batch 1 FP8 under runtime.fp8_gemv=auto with CONVEYOR_FP8_GEMV_PRELOAD
 # 1 / 0 / 1 and with the gemv off. (2) attention_bench with the FP8 KV cache (its decode rows: what the FP8 1,000
@@ -7,9 +8,9 @@
 # batch 1 bf16 (>= 229). (4) The FP8 1,000 prompts at the auto batch and at 512 (issue 15: >= 18,000).
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
-call_begin r18 conveyor attention_bench kernels_fp8_gpu_test || exit 1
-CONVEYOR_REQUIRE_GPU=1 timeout 120 build/tests/kernels_fp8_gpu_test > $r/kernels_fp8_gpu_test.log 2>&1
-save "kernels_fp8_gpu_test rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $r/kernels_fp8_gpu_test.log | tr '\n' ' ')"
+tests=(kernels_fp8_gpu_test kernels_attention_fp8_gpu_test stages_cuda_fp8_gpu_test)
+call_begin r18 conveyor attention_bench "${tests[@]}" || exit 1
+run_tests "${tests[@]}"
 mb=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16)
 m=("${mb[@]}" --quantization fp8 --kv-cache-dtype fp8)
 for p in 1 0; do
