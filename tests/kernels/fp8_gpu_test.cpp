@@ -159,8 +159,9 @@ void check_gemm(GemmCase s, DType out, bool with_bias, bool accumulate, bool gem
     }
   EXPECT_EQ(bad, 0u) << "first mismatch at " << first << ": got " << got[first] << ", want " << want[first];
   if (out == DType::kF32 && !with_bias && !accumulate)
-    std::printf("%ldx%ldx%ld %s: largest error / sum|ab| = %.3g (the bound: 2^-12 = 2.44e-04)\n", static_cast<long>(s.m),
-                static_cast<long>(s.n), static_cast<long>(s.k), gemv ? "gemv" : "cuBLASLt", worst);
+    std::printf("%ldx%ldx%ld %s: largest error / sum|ab| = %.3g (the bound: 2^-12 = 2.44e-04)\n",
+                static_cast<long>(s.m), static_cast<long>(s.n), static_cast<long>(s.k), gemv ? "gemv" : "cuBLASLt",
+                worst);
 }
 
 TEST(Fp8Gpu, GemmWithScalesEqualsTwin) {
