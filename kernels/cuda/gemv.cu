@@ -17,7 +17,9 @@
 // for m > 8 when n still gives one block per SM. FP8 runs the same kernel on e4m3 codes: a 16-byte
 // pack holds 16 k instead of 8 and the mma is m16n8k32, so a chunk covers twice the k for the same
 // bytes in flight; the epilogue applies the token and column scales, and at m <= 8 takes two row tiles where
-// the grid still covers the SMs (an e4m3 row is half a bf16 row's bytes).
+// the grid still covers the SMs (an e4m3 row is half a bf16 row's bytes). At m <= 8, where x's halves fit the
+// fused kernels' shared memory, FP8 takes Fp8Half instead: x made f16 once per block, w converted in registers
+// for the m16n8k16 f16 mma (sm_90 emulates the e4m3 one, converting both operands at every use).
 //
 // Fused inputs (gemv_rms_norm_cuda, gemv_silu_mul_cuda): every block first makes x itself in shared memory from
 // the op before (the RMSNorm of the hidden rows, or SwiGLU of the gate|up rows: rows of 4-28 KB, read from L2),
