@@ -156,6 +156,9 @@ GgufTensorInfo read_tensor_info(Cursor& c) {
     numel = checked_mul(numel, dim, c.name(), t.name);
     t.dims.push_back(static_cast<int64_t>(dim));
   }
+  // numel() returns an int64.
+  CONVEYOR_CHECK(numel <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), "GGUF file '", c.name(),
+                 "': tensor '", t.name, "' has ", numel, " elements, more than 2^63 - 1; the file is corrupt");
   uint32_t type = c.read<uint32_t>("tensor type");
   const GgmlTypeTraits* tr = ggml_type_traits(type);
   CONVEYOR_CHECK(tr != nullptr, "GGUF file '", c.name(), "': tensor '", t.name, "' has unknown tensor type ", type,
@@ -245,9 +248,11 @@ const GgufTensorInfo* GgufFile::find_tensor(const std::string& name) const {
 }
 
 int64_t GgufTensorInfo::numel() const {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
+  // In uint64, whose wrap is defined: with a zero dimension the partial products before it may exceed int64 (found by
+  // gguf_fuzz); the whole product is <= 2^63 - 1 (read_tensor_info).
+  uint64_t n = 1;
+  for (int64_t d : dims) n *= static_cast<uint64_t>(d);
+  return static_cast<int64_t>(n);
 }
 
 std::vector<int64_t> GgufTensorInfo::shape() const { return std::vector<int64_t>(dims.rbegin(), dims.rend()); }

@@ -226,6 +226,7 @@ std::vector<BadCase> bad_cases() {
       {"data past EOF", one_tensor({64}, 0, 0, 32), "is 96 bytes but its header describes 320 bytes"},
       {"offset overflow", one_tensor({4}, 0, ~0ull - 31, 32), "past the end"},
       {"dims overflow", one_tensor({1ull << 32, 1ull << 32, 16}, 0, 0, 32), "overflows 64 bits"},
+      {"elements past int64", one_tensor({1ull << 32, 1ull << 31}, 0, 0, 32), "more than 2^63 - 1"},
   };
 }
 
@@ -235,6 +236,17 @@ TEST(Gguf, RejectsEveryMalformedFileClearly) {
     std::string msg = expect_error([&] { parse(c.image); }, c.needle);
     EXPECT_NE(msg.find("crafted.gguf"), std::string::npos) << msg;
   }
+}
+
+// Found by gguf_fuzz: an empty tensor whose zero dimension comes after two whose product passes int64 (numel()
+// multiplied in int64 and overflowed before reaching the zero).
+TEST(Gguf, AnEmptyTensorAfterLargeDimensionsHasNoElements) {
+  GgufBuilder b;
+  b.header(1, 0).tensor("t", {1ull << 32, 1ull << 31, 0}, 0, 0).pad_to(32).data(32);  // 2^63, then 0
+  const GgufContents c = parse(b.b);
+  ASSERT_EQ(c.tensors.size(), 1u);
+  EXPECT_EQ(c.tensors[0].numel(), 0);
+  EXPECT_EQ(c.tensors[0].nbytes, 0u);
 }
 
 TEST(Gguf, EveryTruncationOfAValidFileIsRejected) {
