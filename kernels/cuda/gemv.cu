@@ -215,18 +215,12 @@ struct WarpTile {
   // are issued before the mmas of this one. (Within one chunk ptxas moves each load down to just
   // before its use, leaving ~1 load in flight; across loop iterations it cannot.) Then the one
   // partial chunk at the end of k, if any, by the warp whose turn it is.
-  // preload(): chunk `warp`'s loads issued ahead (before the block makes x), where it is whole.
-  __device__ __forceinline__ bool preload(Loads& a, int warp, int packs) const {
-    if (warp >= packs / kChunkPacks) return false;
-    load<false>(a, warp, packs);
-    return true;
-  }
-  __device__ __forceinline__ void run(int warp, int warps, int packs, Loads& a, bool preloaded) {
+  __device__ __forceinline__ void run(int warp, int warps, int packs) {
     const int full = packs / kChunkPacks;
-    Loads b;
+    Loads a, b;
     int c = warp;
     if (c < full) {
-      if (!preloaded) load<false>(a, c, packs);
+      load<false>(a, c, packs);
       while (true) {
         const int c1 = c + warps;
         if (c1 < full) load<false>(b, c1, packs);
@@ -245,30 +239,6 @@ struct WarpTile {
     }
   }
 };
-
-// The block's 16 x kCols outputs from the warps' partial sums: element e = (token, column); consecutive threads
-// write consecutive columns of one token row.
-template <int kTiles>
-__device__ __forceinline__ void write_block(const Epilogue& ep, const float4 (*partial)[kTiles][32], int64_t col0,
-                                            int m, int n, int warps) {
-  constexpr int kCols = kTileRows * kTiles;
-  for (int e = threadIdx.x; e < 16 * kCols; e += blockDim.x) {
-    const int tok = e / kCols;
-    const int col = e % kCols;
-    const int64_t j = col0 + col;
-    if (tok >= m || j >= n) continue;
-    const int t = col / kTileRows;
-    const int c = col % kTileRows;
-    const int src = (tok & 7) * 4 + c / 2;
-    const int comp = (tok >= 8 ? 2 : 0) + (c & 1);
-    float sum = 0.f;
-    for (int wi = 0; wi < warps; ++wi) sum += reinterpret_cast<const float*>(&partial[wi][t][src])[comp];
-    if (ep.a_scale != nullptr) sum = sum * ep.a_scale[tok] * ep.b_scale[j];  // the order of the FP8 twin
-    if (ep.bias != nullptr) sum += load_as_f32(ep.bias, ep.bias_dt, j);
-    const int64_t idx = static_cast<int64_t>(tok) * n + j;
-    store_from_f32(ep.y, ep.out, idx, ep.accumulate ? load_as_f32(ep.y, ep.out, idx) + sum : sum);
-  }
-}
 
 template <typename T, bool kHighTokens, int kTiles, Prologue kPro = Prologue::kNone>
 __global__ void __launch_bounds__(kMaxWarps * 32)
@@ -291,23 +261,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   // against 0.7283 s), so the overlap is the launch.
   cuda_detail::pdl_wait();
   cuda_detail::pdl_launch_dependents();  // pdl.cuh: after the wait, so at most one kernel waits ahead
-  auto set_rows = [&](Tile& tile, int64_t col0) {
-    tile.q = lane & 3;
-#pragma unroll
-    for (int t = 0; t < kTiles; ++t) {
-      const int64_t r = col0 + t * kTileRows + g;
-      tile.w_row[t] = w + (r < n ? r : n - 1) * k;
-    }
-  };
-  Tile tile;
-  typename Tile::Loads first;
-  bool preloaded = false;
-  if constexpr (kPro == Prologue::kFp8Half) {  // the first chunk's weights are on their way while x is made
-    if (pa.preload) {
-      set_rows(tile, int64_t{blockIdx.x} * kCols);
-      preloaded = tile.preload(first, warp, packs);
-    }
-  }
   const XS* xp = nullptr;
   if constexpr (kPro == Prologue::kFp8Half) {
     make_x_fp8(reinterpret_cast<__half*>(fused_x), pa, m, packs);
@@ -322,14 +275,16 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   // One block tile (kCols rows of w) per block; fused, a grid of at most two blocks per SM takes them in turn,
   // so each block makes x once (a loop the plain kernel does without: it costs it registers).
   auto block_tile = [&](int64_t col0) {
-    if (!preloaded) {
-      tile = Tile{};
-      set_rows(tile, col0);
+    Tile tile;
+    tile.q = lane & 3;
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t) {
+      const int64_t r = col0 + t * kTileRows + g;
+      tile.w_row[t] = w + (r < n ? r : n - 1) * k;
     }
     tile.x_lo = xp + (g < m ? g : 0) * k;
     tile.x_hi = xp + (kHighTokens && g + 8 < m ? g + 8 : 0) * k;
-    tile.run(warp, warps, packs, first, preloaded);
-    preloaded = false;
+    tile.run(warp, warps, packs);
 #pragma unroll
     for (int t = 0; t < kTiles; ++t) {
       const float(&a)[4] = tile.acc[0][t];
@@ -337,7 +292,24 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       partial[warp][t][lane] = make_float4(a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]);
     }
     __syncthreads();
-    write_block<kTiles>(ep, partial, col0, m, n, warps);
+    // Element e = (token, column) of the block's 16 x kCols output; consecutive threads write
+    // consecutive columns of one token row.
+    for (int e = threadIdx.x; e < 16 * kCols; e += blockDim.x) {
+      const int tok = e / kCols;
+      const int col = e % kCols;
+      const int64_t j = col0 + col;
+      if (tok >= m || j >= n) continue;
+      const int t = col / kTileRows;
+      const int c = col % kTileRows;
+      const int src = (tok & 7) * 4 + c / 2;
+      const int comp = (tok >= 8 ? 2 : 0) + (c & 1);
+      float sum = 0.f;
+      for (int wi = 0; wi < warps; ++wi) sum += reinterpret_cast<const float*>(&partial[wi][t][src])[comp];
+      if (ep.a_scale != nullptr) sum = sum * ep.a_scale[tok] * ep.b_scale[j];  // the order of the FP8 twin
+      if (ep.bias != nullptr) sum += load_as_f32(ep.bias, ep.bias_dt, j);
+      const int64_t idx = static_cast<int64_t>(tok) * n + j;
+      store_from_f32(ep.y, ep.out, idx, ep.accumulate ? load_as_f32(ep.y, ep.out, idx) + sum : sum);
+    }
   };
   if constexpr (kFused) {
     for (int64_t col0 = int64_t{blockIdx.x} * kCols; col0 < n; col0 += int64_t{gridDim.x} * kCols) {
@@ -534,13 +506,8 @@ void fp8_gemv_cuda(void* y, DType out, const uint8_t* x, const float* x_scale, c
   const Epilogue e{y, out, bias, bias_dt, x_scale, w_scale, accumulate};
   const int mi = static_cast<int>(m), ni = static_cast<int>(n), packs = static_cast<int>(k / Elem<Fp8Codes>::kPack);
   if (fp8_gemv_half_takes(m, k)) {
-    static const bool preload = [] {  // CONVEYOR_FP8_GEMV_PRELOAD=0: x first, then the weights (to compare)
-      const char* v = std::getenv("CONVEYOR_FP8_GEMV_PRELOAD");
-      return v == nullptr || std::string(v) != "0";
-    }();
     PrologueArgs pa;
     pa.src = x;
-    pa.preload = preload;
     dispatch<Fp8Half, Prologue::kFp8Half>(e, nullptr, w, mi, ni, packs, sm_count, stream, pa);
   } else {
     dispatch<Fp8Codes>(e, x, w, mi, ni, packs, sm_count, stream);

@@ -22,7 +22,6 @@ struct PrologueArgs {
   const void* src = nullptr;
   const void* norm_w = nullptr;
   float eps = 0.f;
-  bool preload = false;  // kFp8Half: issue the first weights' loads before making x
 };
 
 using cuda_detail::e4m3x4_to_f16x2x2;
