@@ -107,6 +107,28 @@ inline std::vector<GreedyRun> greedy_alone(ModelHarness& h, const std::vector<st
   return runs;
 }
 
+// Each prompt on its own, teacher-forced: after the prefill, every decode step feeds forced[p]'s token of the
+// step before instead of this run's own choice, so run p's token i is what this backend picks after the
+// prompt and forced[p][0..i) (the reference's path): every step is compared on the same prefix, and one
+// difference does not move the steps after it (check_forced in gpu_tie_rule.h).
+inline std::vector<GreedyRun> greedy_forced(ModelHarness& h, const std::vector<std::vector<int32_t>>& prompts,
+                                            const std::vector<std::vector<int32_t>>& forced, int64_t first_id = 1) {
+  std::vector<GreedyRun> runs(prompts.size());
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    const int64_t id = first_id + static_cast<int64_t>(p);
+    StepPlan plan;
+    h.add(plan, id, prompts[p], true);
+    record_step(runs, {p}, h.step(std::move(plan)));
+    while (!::testing::Test::HasFatalFailure() && runs[p].tokens.size() < forced[p].size()) {
+      StepPlan next;
+      h.add(next, id, {forced[p][runs[p].tokens.size() - 1]}, true);
+      record_step(runs, {p}, h.step(std::move(next)));
+    }
+    h.release(id);
+  }
+  return runs;
+}
+
 // All prompts side by side (sequence ids 0..): prompt p is prefilled in chunks of chunks[p] tokens
 // (0 or chunks empty: whole; only the last chunk wants logits) while the prompts already prefilled
 // decode, so steps mix prefill chunks and decode tokens; each sequence stops at n tokens.

@@ -40,6 +40,7 @@ struct Fp8KvCase {
     ModelDriver gpu(spec, dir, std::move(ops), true);
     const std::vector<GreedyRun> got = greedy_alone(gpu, prompts, 24);
     int failed = 0;
+    size_t matched = 0;
     for (size_t p = 0; p < prompts.size(); ++p) {
       const std::string what = std::string(dtype_name(storage)) + " prompt " + std::to_string(p);
       const TieCheck c = check_with_ties(
@@ -49,8 +50,36 @@ struct Fp8KvCase {
         std::printf("%s\n", c.error.c_str());
         ++failed;
       }
+      matched += c.matched;
     }
+    std::printf("free-running, %s storage: %zu tokens equal before any tie, %d prompts failed\n", dtype_name(storage),
+                matched, failed);
     return failed;
+  }
+
+  // The teacher-forced comparison (check_forced) of `ops` against the twin over every prompt, summed; each prompt's
+  // count stops at its first defect where `to_first_defect` (a defect's every difference asks the ensemble).
+  ForcedCheck forced(std::unique_ptr<Ops> ops, DType storage, bool to_first_defect = false) const {
+    const TieEnsemble ensemble(spec, dir, true, storage);
+    ModelDriver gpu(spec, dir, std::move(ops), true);
+    std::vector<std::vector<int32_t>> path;
+    for (const GreedyRun& r : want) path.push_back(r.tokens);
+    const std::vector<GreedyRun> got = greedy_forced(gpu, prompts, path);
+    ForcedCheck sum;
+    for (size_t p = 0; p < prompts.size(); ++p) {
+      const std::string what = std::string(dtype_name(storage)) + " prompt " + std::to_string(p);
+      const ForcedCheck c = check_forced(
+          what, got[p].tokens, want[p].tokens, [&](size_t i) { return want[p].logits[i]; }, kTieFractionBf16,
+          [&](size_t i) { return ensemble.accepts(what, prompts[p], want[p].tokens, i, got[p].tokens[i], want[p].logits[i]); },
+          to_first_defect ? 1 : SIZE_MAX);
+      if (!c.error.empty()) std::printf("%s\n", c.error.c_str());
+      sum.equal += c.equal;
+      sum.ties += c.ties;
+      sum.defects += c.defects;
+    }
+    std::printf("forced, %s storage: %zu equal, %zu ties, %zu defects\n", dtype_name(storage), sum.equal, sum.ties,
+                sum.defects);
+    return sum;
   }
 };
 
@@ -95,6 +124,26 @@ TEST(TieEnsemble, StorageTwinsPassTheComparison) {
     for (uint32_t seed : {0u, 101u, 103u})
       EXPECT_EQ(c.failures(std::make_unique<StorageTwinOps>(storage, c.spec.vocab, seed), storage), 0)
           << dtype_name(storage) << " seed " << seed;
+}
+
+TEST(TieEnsemble, StorageTwinsPassTheForcedComparison) {
+  const Fp8KvCase& c = fp8_kv_case();
+  for (DType storage : {DType::kF16, DType::kBF16})
+    for (uint32_t seed : {0u, 101u, 103u}) {
+      const ForcedCheck f = c.forced(std::make_unique<StorageTwinOps>(storage, c.spec.vocab, seed), storage);
+      EXPECT_EQ(f.defects, 0u) << dtype_name(storage) << " seed " << seed;
+      EXPECT_GE(static_cast<double>(f.equal), kMinForcedEqual * static_cast<double>(f.equal + f.ties))
+          << dtype_name(storage) << " seed " << seed;
+    }
+}
+
+TEST(TieEnsemble, APlantedDefectFailsTheForcedComparison) {
+  const Fp8KvCase& c = fp8_kv_case();
+  for (DType storage : {DType::kF16, DType::kBF16}) {
+    const ForcedCheck f = c.forced(
+        std::make_unique<StorageTwinOps>(storage, c.spec.vocab, 0, PlantedDefect::kKeysNotRotated), storage, true);
+    EXPECT_GE(f.defects, 3u) << dtype_name(storage) << ": prompts with a defect";
+  }
 }
 
 TEST(TieEnsemble, APlantedDefectStillFails) {
