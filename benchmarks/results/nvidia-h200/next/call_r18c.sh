@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Round 18's third call (any GPU; carry .gpu-deps; ~330 s, BUDGET_S=420): runtime.fp8_gemv defaults to auto again,
+# Round 18's third call (any GPU; carry .gpu-deps; ~420 s, BUDGET_S=500): runtime.fp8_gemv defaults to auto again,
 # with the FP8 stage test comparing every step teacher-forced on the twin's tokens (greedy_forced / check_forced)
 # instead of the free-running share before the first tie. (1) The FP8 stage test under the default (auto) and
 # under off (CONVEYOR_TEST_FP8_GEMV=off). (2) The GPU suite at the new default. (3) Batch 1 FP8 default / off /
@@ -20,3 +20,17 @@ m=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype
 latency_ab fp8 X 1 -- "${m[@]}"
 latency_ab fp8off X 1 -- "${m[@]}" --set runtime.fp8_gemv=off
 latency_ab fp8b X 1 -- "${m[@]}"
+# (4) ncu over one step (kernels alone; as call_r18b.sh): batch 1 FP8 at the default, one batch-256 FP8 decode step.
+ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
+step() {
+  local tag=$1; shift
+  [ "$(left)" -lt 60 ] && { save "no time left for $tag"; return; }
+  timeout $(($(left) - 10)) $ncu --profile-from-start off --clock-control none --cache-control none \
+    --metrics gpu__time_duration.sum --csv --log-file $r/ncu_$tag.csv build/conveyor bench latency "${m[@]}" "$@" \
+    --num-iters 1 --num-iters-warmup 0 --set runtime.profile_step=40 > $r/ncu_$tag.txt 2>&1
+  python3 benchmarks/ncu_breakdown.py $r/ncu_$tag.csv --json $r/ncu_$tag.json > $r/breakdown_$tag.txt 2>&1
+  gzip -f $r/ncu_$tag.csv
+  save "ncu $tag: $(head -12 $r/breakdown_$tag.txt | tr -s ' ' | tr '\n' ' ' | cut -c1-600)"
+}
+step b1 --input-len 128 --output-len 64 --batch-size 1
+step b256 --input-len 1024 --output-len 48 --batch-size 256
