@@ -84,20 +84,22 @@ inline void record_step(std::vector<GreedyRun>& runs, const std::vector<size_t>&
 }
 
 // Each prompt on its own (sequence ids first_id + p, released after): a whole prefill, then greedy
-// decode steps until n tokens.
+// decode steps until n tokens. With `forced` (greedy_forced), each decode step feeds forced[p]'s token of the
+// step before instead of the run's own, and the run takes forced[p].size() tokens.
 inline std::vector<GreedyRun> greedy_alone(ModelHarness& h, const std::vector<std::vector<int32_t>>& prompts, int n,
-                                           DecodeTiming* timing = nullptr, int64_t first_id = 1) {
+                                           DecodeTiming* timing = nullptr, int64_t first_id = 1,
+                                           const std::vector<std::vector<int32_t>>* forced = nullptr) {
   std::vector<GreedyRun> runs(prompts.size());
   for (size_t p = 0; p < prompts.size(); ++p) {
     const int64_t id = first_id + static_cast<int64_t>(p);
+    const size_t want = forced ? (*forced)[p].size() : static_cast<size_t>(n);
     StepPlan plan;
     h.add(plan, id, prompts[p], true);
     record_step(runs, {p}, h.step(std::move(plan)));
     const auto t0 = std::chrono::steady_clock::now();
-    while (!::testing::Test::HasFatalFailure() && !runs[p].tokens.empty() &&
-           runs[p].tokens.size() < static_cast<size_t>(n)) {
+    while (!::testing::Test::HasFatalFailure() && !runs[p].tokens.empty() && runs[p].tokens.size() < want) {
       StepPlan next;
-      h.add(next, id, {runs[p].tokens.back()}, true);
+      h.add(next, id, {forced ? (*forced)[p][runs[p].tokens.size() - 1] : runs[p].tokens.back()}, true);
       record_step(runs, {p}, h.step(std::move(next)));
       if (timing) ++timing->tokens;
     }
@@ -107,26 +109,12 @@ inline std::vector<GreedyRun> greedy_alone(ModelHarness& h, const std::vector<st
   return runs;
 }
 
-// Each prompt on its own, teacher-forced: after the prefill, every decode step feeds forced[p]'s token of the
-// step before instead of this run's own choice, so run p's token i is what this backend picks after the
-// prompt and forced[p][0..i) (the reference's path): every step is compared on the same prefix, and one
-// difference does not move the steps after it (check_forced in gpu_tie_rule.h).
+// Teacher-forced: run p's token i is what this backend picks after the prompt and forced[p][0..i) (the
+// reference's path), so every step is compared on the same prefix and one difference does not move the steps
+// after it (check_forced in gpu_tie_rule.h).
 inline std::vector<GreedyRun> greedy_forced(ModelHarness& h, const std::vector<std::vector<int32_t>>& prompts,
                                             const std::vector<std::vector<int32_t>>& forced, int64_t first_id = 1) {
-  std::vector<GreedyRun> runs(prompts.size());
-  for (size_t p = 0; p < prompts.size(); ++p) {
-    const int64_t id = first_id + static_cast<int64_t>(p);
-    StepPlan plan;
-    h.add(plan, id, prompts[p], true);
-    record_step(runs, {p}, h.step(std::move(plan)));
-    while (!::testing::Test::HasFatalFailure() && runs[p].tokens.size() < forced[p].size()) {
-      StepPlan next;
-      h.add(next, id, {forced[p][runs[p].tokens.size() - 1]}, true);
-      record_step(runs, {p}, h.step(std::move(next)));
-    }
-    h.release(id);
-  }
-  return runs;
+  return greedy_alone(h, prompts, 0, nullptr, first_id, &forced);
 }
 
 // All prompts side by side (sequence ids 0..): prompt p is prefilled in chunks of chunks[p] tokens

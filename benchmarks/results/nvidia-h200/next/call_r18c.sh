@@ -20,7 +20,7 @@ m=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype
 latency_ab fp8 X 1 -- "${m[@]}"
 latency_ab fp8off X 1 -- "${m[@]}" --set runtime.fp8_gemv=off
 latency_ab fp8b X 1 -- "${m[@]}"
-# (4) ncu over one step (kernels alone; as call_r18b.sh): batch 1 FP8 at the default, one batch-256 FP8 decode step.
+# (4) ncu over one step (kernels alone): batch 1 FP8 at the default, one batch-256 FP8 decode step.
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 step() {
   local tag=$1; shift
