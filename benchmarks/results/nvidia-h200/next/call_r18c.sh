@@ -6,7 +6,7 @@
 # default. (3) The GPU suite at the new default, as time allows.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
-call_begin r18c || exit 1  # every target
+call_begin r18c conveyor stages_cuda_fp8_gpu_test || exit 1
 run_tests stages_cuda_fp8_gpu_test
 CONVEYOR_TEST_FP8_GEMV=off CONVEYOR_REQUIRE_GPU=1 timeout 150 build/tests/stages_cuda_fp8_gpu_test \
   > $r/stages_cuda_fp8_gpu_test.off.log 2>&1
@@ -17,7 +17,7 @@ m=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype
 latency_ab fp8 X 1 -- "${m[@]}"
 latency_ab fp8off X 1 -- "${m[@]}" --set runtime.fp8_gemv=off
 latency_ab fp8b X 1 -- "${m[@]}"
-[ "$(left)" -gt 80 ] && (cd build && CONVEYOR_REQUIRE_GPU=1 timeout $(($(left) - 40)) ctest -L gpu \
+[ "$(left)" -gt 120 ] && ninja -C build -j16 > $r/build_all.log 2>&1 && (cd build && CONVEYOR_REQUIRE_GPU=1 timeout $(($(left) - 40)) ctest -L gpu \
   -E "smollm2|signal|communicator|stages_cuda_fp8" --timeout 100 -j2 > $r/ctest.log 2>&1)
 save "gpu suite rc=$? $(grep -E 'tests passed|Failed|\*\*\*' $r/ctest.log | tr '\n' ' ' | cut -c1-400)"
 # (4) ncu over one step (kernels alone): batch 1 FP8 at the default, one batch-256 FP8 decode step.
