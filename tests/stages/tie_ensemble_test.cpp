@@ -105,16 +105,15 @@ TEST(TieEnsemble, TheH200DivergenceOfTheFp8KvTestIsATie) {
 
 // Round 17's H100, every decode linear through the FP8 gemv (fp8_gemv_cuda, whose sums are the twin's to fp32):
 // ct_channel bf16, FP8 KV, prompt 4, step 2 picks 261 where the fp32 twin picks 311 by 0.254. The 64 members the
-// stage test asks came within 0.042 of it; 256 reach it (1,024: closest -0.075), so it is a tie at ~2.4 RMS moves.
-// The stage test keeps 64 members (and under the gemv also fails its share of matched tokens), so the gemv stays off
-// by default; this pins the claim that its divergence is not a defect.
+// stage test then asked came within 0.042 of it; 256 reach it (1,024: closest -0.075), so it is a tie at ~2.4 RMS
+// moves. The ensemble now has 256 members by default (tie_ensemble.h); this pins the claim.
 TEST(TieEnsemble, TheH100GemvDivergenceOfTheFp8KvTestIsATie) {
   const Fp8KvCase& c = fp8_kv_case();
   ASSERT_EQ(c.want[4].tokens.at(2), 311);
   const std::vector<float>& ref = c.want[4].logits.at(2);
   EXPECT_GT(top2_gap(ref), tie_threshold(ref, kTieFractionBf16));
   const std::vector<int32_t> prefix(c.want[4].tokens.begin(), c.want[4].tokens.begin() + 2);
-  const TieEnsemble::Verdict v = TieEnsemble(c.spec, c.dir, true, DType::kBF16, 256).judge(c.prompts[4], prefix, 311,
+  const TieEnsemble::Verdict v = TieEnsemble(c.spec, c.dir, true, DType::kBF16).judge(c.prompts[4], prefix, 311,
                                                                                             261, ref);
   EXPECT_NEAR(v.margin, 0.2536f, 1e-3f);
   EXPECT_TRUE(v.tie) << "closest member margin " << v.closest;
@@ -123,7 +122,7 @@ TEST(TieEnsemble, TheH100GemvDivergenceOfTheFp8KvTestIsATie) {
 TEST(TieEnsemble, StorageTwinsPassTheComparison) {
   const Fp8KvCase& c = fp8_kv_case();
   for (DType storage : {DType::kF16, DType::kBF16})
-    for (uint32_t seed : {0u, 101u, 103u})
+    for (uint32_t seed : {0u, 1001u, 1003u})
       EXPECT_EQ(c.failures(std::make_unique<StorageTwinOps>(storage, c.spec.vocab, seed), storage), 0)
           << dtype_name(storage) << " seed " << seed;
 }
@@ -131,7 +130,7 @@ TEST(TieEnsemble, StorageTwinsPassTheComparison) {
 TEST(TieEnsemble, StorageTwinsPassTheForcedComparison) {
   const Fp8KvCase& c = fp8_kv_case();
   for (DType storage : {DType::kF16, DType::kBF16})
-    for (uint32_t seed : {0u, 101u, 103u}) {
+    for (uint32_t seed : {0u, 1001u, 1003u}) {
       const ForcedCheck f = c.forced(std::make_unique<StorageTwinOps>(storage, c.spec.vocab, seed), storage);
       EXPECT_EQ(f.defects, 0u) << dtype_name(storage) << " seed " << seed;
       EXPECT_GE(static_cast<double>(f.equal), kMinForcedEqual * static_cast<double>(f.equal + f.ties))
