@@ -31,7 +31,7 @@ std::vector<std::vector<int32_t>> prompts() {
   return nlohmann::json::parse(in)["prompts"].get<std::vector<std::vector<int32_t>>>();
 }
 
-// The FP8 linears' small-m policy of the tests that do not name one: the runtime's default (CudaOpsSizes: auto),
+// The FP8 linears' small-m policy of the tests that do not name one: the runtime's default (CudaOpsSizes: off),
 // or CONVEYOR_TEST_FP8_GEMV=off|auto|on.
 GemvPolicy default_gemv() {
   const char* v = std::getenv("CONVEYOR_TEST_FP8_GEMV");
