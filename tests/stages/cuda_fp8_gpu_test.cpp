@@ -21,6 +21,7 @@
 #include "tests/stages/gpu_tie_rule.h"
 #include "tests/stages/model_driver.h"
 #include "tests/stages/tie_ensemble.h"
+#include "tests/stages/twin_comparison.h"
 #include "tests/support/test_support.h"
 
 namespace conveyor {
@@ -58,34 +59,15 @@ void check_layout(const std::string& layout, bool quantize_at_load, DType dt, bo
   }
   const std::vector<testing::GreedyRun> want = testing::greedy_alone(cpu, ps, 24);
   const std::vector<testing::GreedyRun> got = testing::greedy_alone(gpu, ps, 24);
-  std::vector<std::vector<int32_t>> path;
-  for (const testing::GreedyRun& r : want) path.push_back(r.tokens);
-  const std::vector<testing::GreedyRun> forced = testing::greedy_forced(gpu, ps, path, 1000);
-  const testing::TieEnsemble ensemble(spec, dir, kv_fp8, dt);
-  size_t matched = 0, total = 0, equal = 0, ties = 0;
-  for (size_t p = 0; p < ps.size(); ++p) {
-    const std::string what = layout + " " + dtype_name(dt) + " prompt " + std::to_string(p);
-    const auto ref = [&](size_t i) { return want[p].logits[i]; };
-    const testing::TieCheck c = testing::check_with_ties(
-        what, got[p].tokens, want[p].tokens, ref, testing::kTieFractionBf16,
-        [&](size_t i) { return ensemble.accepts(what, ps[p], want[p].tokens, i, got[p].tokens[i], want[p].logits[i]); });
-    EXPECT_EQ(c.error, "");
-    const testing::ForcedCheck f = testing::check_forced(
-        what, forced[p].tokens, want[p].tokens, ref, testing::kTieFractionBf16, [&](size_t i) {
-          return ensemble.accepts(what, ps[p], want[p].tokens, i, forced[p].tokens[i], want[p].logits[i]);
-        });
-    EXPECT_EQ(f.error, "");
-    matched += c.matched;
-    equal += f.equal;
-    ties += f.ties;
-    total += want[p].tokens.size();
-  }
+  const std::vector<testing::GreedyRun> forced = testing::greedy_forced(gpu, ps, testing::tokens_of(want), 1000);
   const char* policy = gemv == GemvPolicy::kAlways ? " gemv" : gemv == GemvPolicy::kNever ? " cuBLASLt" : " auto";
-  std::printf("%s %s%s%s: %zu of %zu tokens equal the CPU twin's before any tie; teacher-forced %zu equal, %zu ties\n",
-              layout.c_str(), dtype_name(dt), kv_fp8 ? " FP8 KV" : "", policy, matched, total, equal, ties);
+  const testing::TwinComparison r = testing::compare_with_twin(
+      layout + " " + dtype_name(dt) + (kv_fp8 ? " FP8 KV" : "") + policy, ps, want, &got, &forced,
+      testing::TieEnsemble(spec, dir, kv_fp8, dt));
+  EXPECT_EQ(r.first_error, "");
   // Every step is compared teacher-forced; the share of free-running tokens before the first tie is chaotic on this
   // model (gpu_tie_rule.h: correct CPU stand-ins read 71-114 of 288), so the floor is on the forced steps.
-  EXPECT_GE(static_cast<double>(equal), testing::kMinForcedEqual * static_cast<double>(total));
+  EXPECT_TRUE(r.forced_floor_holds()) << r.equal << " of " << r.total << " forced steps equal the twin's";
 }
 
 TEST(CudaFp8, CompressedTensorsCheckpointsFollowTheCpuTwin) {
