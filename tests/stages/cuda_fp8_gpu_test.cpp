@@ -1,7 +1,8 @@
 // FP8 linears through the CUDA backend: the tiny FP8 checkpoints of scripts/make_fp8_checkpoints.py
 // (compressed-tensors per-channel/dynamic and per-tensor/static, and the fp32 twin under
 // `--quantization fp8`) generate the CPU backend's ids (the e4m3 twin in fp32) under the tie rule of
-// gpu_tie_rule.h, in f16 and bf16; so do they with an FP8 KV cache (--kv-cache-dtype fp8). FP8 codes
+// gpu_tie_rule.h, free-running and teacher-forced on the twin's tokens (twin_comparison.h), in f16 and bf16; so do
+// they with an FP8 KV cache (--kv-cache-dtype fp8). FP8 codes
 // (activations, K/V) computed from 16-bit values may flip at a rounding boundary where the fp32 twin's
 // do not, so the wider (bf16) tie fraction applies to both, and a difference past it is still a tie
 // when the CPU twin at the GPU's storage precision makes the GPU's choice (tie_ensemble.h; the H200
