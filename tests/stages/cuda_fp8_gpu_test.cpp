@@ -19,7 +19,6 @@
 #include "runtime/model/spec.h"
 #include "stages/cpu_ops.h"
 #include "stages/cuda/cuda_ops.h"
-#include "tests/stages/gpu_tie_rule.h"
 #include "tests/stages/model_driver.h"
 #include "tests/stages/tie_ensemble.h"
 #include "tests/stages/twin_comparison.h"
@@ -60,7 +59,7 @@ void check_layout(const std::string& layout, bool quantize_at_load, DType dt, bo
   }
   const std::vector<testing::GreedyRun> want = testing::greedy_alone(cpu, ps, 24);
   const std::vector<testing::GreedyRun> got = testing::greedy_alone(gpu, ps, 24);
-  const std::vector<testing::GreedyRun> forced = testing::greedy_forced(gpu, ps, testing::tokens_of(want), 1000);
+  const std::vector<testing::GreedyRun> forced = testing::greedy_forced(gpu, ps, testing::tokens_of(want));
   const char* policy = gemv == GemvPolicy::kAlways ? " gemv" : gemv == GemvPolicy::kNever ? " cuBLASLt" : " auto";
   const testing::TwinComparison r = testing::compare_with_twin(
       layout + " " + dtype_name(dt) + (kv_fp8 ? " FP8 KV" : "") + policy, ps, want, &got, &forced,
