@@ -4,7 +4,7 @@
 // is a tie because the CPU twin itself, at 16-bit storage with rounding jitter, picks 137 there; CPU
 // stand-ins for a GPU (the storage twin under seeds the ensemble does not use) pass the whole
 // comparison; a planted defect (keys not rotated) still fails it. The same holds teacher-forced (greedy_forced,
-// check_forced): the stand-ins pick the twin's token at 87-93% of all steps and every other step is a tie, while the
+// check_forced): the stand-ins pick the twin's token at 88-92% of all steps and every other step is a tie, while the
 // defect has a non-tie difference in every prompt.
 #include <gtest/gtest.h>
 
@@ -26,12 +26,12 @@ namespace conveyor::testing {
 namespace {
 
 struct Fp8KvCase {
-  std::string dir = data_path("fp8/ct_channel");
+  std::string dir;
   ModelSpec spec = load_model_spec(dir);
   std::vector<std::vector<int32_t>> prompts;
   std::vector<GreedyRun> want;  // the fp32 twin with the FP8 cache
 
-  Fp8KvCase() {
+  explicit Fp8KvCase(const std::string& layout) : dir(data_path("fp8/" + layout)) {
     std::ifstream in(data_path("fp8/reference.json"));
     prompts = nlohmann::json::parse(in)["prompts"].get<std::vector<std::vector<int32_t>>>();
     ModelDriver cpu(spec, dir, make_cpu_ops(), /*kv_fp8=*/true);
@@ -54,7 +54,7 @@ struct Fp8KvCase {
 };
 
 const Fp8KvCase& fp8_kv_case() {
-  static const Fp8KvCase c;
+  static const Fp8KvCase c("ct_channel");
   return c;
 }
 
@@ -87,10 +87,29 @@ TEST(TieEnsemble, TheH100GemvDivergenceOfTheFp8KvTestIsATie) {
   EXPECT_TRUE(v.tie) << "closest member margin " << v.closest;
 }
 
+// Round 19's H100, every decode linear through cuBLASLt (the default then): ct_kv (the checkpoint's k/v scales) bf16,
+// FP8 KV, prompt 1, teacher-forced step 20 picks 170 where the fp32 twin picks 94 by 0.308, 3.1 RMS moves of the
+// twin's bf16 noise. The closest of the first 256 members came within 0.013 of flipping it; asked on (up to 2,048),
+// a member flips it. A tie, as the escalation in tie_ensemble.h rules.
+TEST(TieEnsemble, TheH100CublasLtDivergenceOfTheFp8KvTestIsATie) {
+  const Fp8KvCase c("ct_kv");
+  ASSERT_EQ(c.want[1].tokens.at(20), 94);
+  const std::vector<float>& ref = c.want[1].logits.at(20);
+  EXPECT_GT(top2_gap(ref), tie_threshold(ref, kTieFractionBf16));
+  const std::vector<int32_t> prefix(c.want[1].tokens.begin(), c.want[1].tokens.begin() + 20);
+  const TieEnsemble e(c.spec, c.dir, true, DType::kBF16);
+  const TieEnsemble::Verdict v = e.judge(c.prompts[1], prefix, 94, 170, ref);
+  EXPECT_NEAR(v.margin, 0.3078f, 1e-3f);
+  EXPECT_GT(v.asked, 256) << "the first look alone does not reach it";
+  EXPECT_TRUE(v.tie) << "closest member margin " << v.closest << " of " << v.asked;
+  // Without the escalation, 256 members leave it a defect: the step is why the escalation exists.
+  EXPECT_FALSE(TieEnsemble(c.spec, c.dir, true, DType::kBF16, 256, 256).judge(c.prompts[1], prefix, 94, 170, ref).tie);
+}
+
 TEST(TieEnsemble, StorageTwinsPassTheComparison) {
   const Fp8KvCase& c = fp8_kv_case();
   for (DType storage : {DType::kF16, DType::kBF16})
-    for (uint32_t seed : {0u, 1001u, 1003u})
+    for (uint32_t seed : {0u, 5001u, 5003u})
       EXPECT_EQ(c.failures(std::make_unique<StorageTwinOps>(storage, c.spec.vocab, seed), storage), 0)
           << dtype_name(storage) << " seed " << seed;
 }
@@ -98,7 +117,7 @@ TEST(TieEnsemble, StorageTwinsPassTheComparison) {
 TEST(TieEnsemble, StorageTwinsPassTheForcedComparison) {
   const Fp8KvCase& c = fp8_kv_case();
   for (DType storage : {DType::kF16, DType::kBF16})
-    for (uint32_t seed : {0u, 1001u, 1003u}) {
+    for (uint32_t seed : {0u, 5001u, 5003u}) {
       const TwinComparison f = c.compare(std::make_unique<StorageTwinOps>(storage, c.spec.vocab, seed), storage, true);
       EXPECT_EQ(f.defects, 0u) << dtype_name(storage) << " seed " << seed;
       EXPECT_TRUE(f.forced_floor_holds()) << dtype_name(storage) << " seed " << seed;
@@ -126,7 +145,7 @@ TEST(TieEnsemble, APlantedDefectStillFails) {
 
 // The FP8 stage test's every layout (cuda_fp8_gpu_test.cpp) with a CPU stand-in for the GPU (the storage twin under a
 // seed the ensemble does not use) in place of the CUDA backend: free-running, every first difference is a tie, and
-// teacher-forced, no difference is a non-tie and >= 75% of the steps pick the twin's token (86-99% here).
+// teacher-forced, no difference is a non-tie and >= 75% of the steps pick the twin's token (87-99% here).
 TEST(TieEnsemble, AStandInPassesEveryLayoutOfTheFp8StageTest) {
   std::ifstream in(data_path("fp8/reference.json"));
   const auto ps = nlohmann::json::parse(in)["prompts"].get<std::vector<std::vector<int32_t>>>();
@@ -143,7 +162,7 @@ TEST(TieEnsemble, AStandInPassesEveryLayoutOfTheFp8StageTest) {
     ModelDriver cpu(spec, dir, make_cpu_ops(), l.kv_fp8);
     const std::vector<GreedyRun> want = greedy_alone(cpu, ps, 24);
     for (DType dt : {DType::kF16, DType::kBF16}) {
-      ModelDriver gpu(spec, dir, std::make_unique<StorageTwinOps>(dt, spec.vocab, 1001), l.kv_fp8);
+      ModelDriver gpu(spec, dir, std::make_unique<StorageTwinOps>(dt, spec.vocab, 5001), l.kv_fp8);
       const std::vector<GreedyRun> got = greedy_alone(gpu, ps, 24);
       const std::vector<GreedyRun> forced = greedy_forced(gpu, ps, tokens_of(want));
       const std::string what = std::string(l.name) + (l.kv_fp8 ? " FP8 KV " : " ") + dtype_name(dt);

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Round 19's second call (any GPU; carry .gpu-deps; ~360 s, BUDGET_S=420). (1) The FP8 stage test with the twin
+# ensemble's escalation (tie_ensemble.h: 256 members, up to 2,048 where the closest came within one RMS move), at
+# CONVEYOR_TEST_FP8_GEMV=off and =auto: round 19's first call failed off on one step (ct_kv bf16 prompt 1 step 20,
+# 3.1 RMS moves, which 2,048 members flip) and passed auto. (2) Batch 1 FP8 under auto at logging.level=debug: the
+# per-shape gemv / cuBLASLt race. (3) ncu --set full over the first three Fp8Half gemv launches of one batch-1 step
+# (qkv, gate_up, down): memory throughput, occupancy and where the warps stall (ncu_stalls.py).
+set -uo pipefail
+source benchmarks/results/nvidia-h200/final/env.sh
+call_begin r19b conveyor stages_cuda_fp8_gpu_test stages_tie_ensemble_test || exit 1
+for p in off auto; do
+  CONVEYOR_TEST_FP8_GEMV=$p CONVEYOR_REQUIRE_GPU=1 timeout 200 build/tests/stages_cuda_fp8_gpu_test \
+    > $r/stages_cuda_fp8_gpu_test.$p.log 2>&1
+  save "fp8 stage test $p rc=$? $(grep -E '^\[  (PASSED|FAILED) ' $r/stages_cuda_fp8_gpu_test.$p.log | tr '\n' ' ')"
+done
+grep -hE "NOT a tie|twin ensemble|forced step|teacher-forced" $r/stages_cuda_fp8_gpu_test.*.log | cut -c1-200 | sort |
+  uniq -c | sort -rn | head -20
+m=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16 --quantization fp8
+  --kv-cache-dtype fp8)
+timeout 100 build/conveyor bench latency "${m[@]}" --set runtime.fp8_gemv=auto --set logging.level=debug \
+  --input-len 128 --output-len 128 --batch-size 1 --num-iters-warmup 2 --num-iters 5 > $r/b1_debug.txt 2>&1
+save "b1 debug rc=$? $(grep -iE 'Avg latency' $r/b1_debug.txt)"
+grep -E "e4m3|m<=|m=1 " $r/b1_debug.txt | head -30
+ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
+[ "$(left)" -gt 100 ] && timeout $(($(left) - 30)) $ncu --profile-from-start off --set full -k regex:gemv_kernel \
+  --launch-count 4 -o $r/gemv_full build/conveyor bench latency "${m[@]}" --set runtime.fp8_gemv=auto \
+  --input-len 128 --output-len 64 --batch-size 1 --num-iters 1 --num-iters-warmup 0 --set runtime.profile_step=40 \
+  > $r/ncu_full.txt 2>&1
+save "ncu full rc=$?"
+$ncu -i $r/gemv_full.ncu-rep --page details --csv > $r/gemv_details.csv 2>/dev/null
+$ncu -i $r/gemv_full.ncu-rep --page source --print-source sass --csv 2>/dev/null | gzip > $r/gemv_sass.csv.gz
+python3 - $r/gemv_details.csv <<'PY' | tee $r/gemv_summary.txt
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+h = rows[0]; ix = {k: i for i, k in enumerate(h)}
+want = ('Duration', 'DRAM Throughput', 'Memory Throughput', 'Achieved Occupancy', 'Theoretical Occupancy',
+        'Registers Per Thread', 'Block Size', 'Grid Size', 'Waves Per SM', 'Warp Cycles Per Issued Instruction',
+        'L2 Hit Rate', 'Issue Slots Busy', 'Eligible Warps Per Scheduler', 'No Eligible')
+for r in rows[1:]:
+    if r[ix['Metric Name']] in want:
+        print(r[ix['ID']], r[ix['Metric Name']], r[ix['Metric Value']], r[ix['Metric Unit']])
+PY
+save "summary"
