@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Round 19's second call (any GPU; carry .gpu-deps; ~360 s, BUDGET_S=420). (1) The FP8 stage test with the twin
+# Round 19's second call (any GPU; carry .gpu-deps; ~430 s, BUDGET_S=470). (1) The FP8 stage test with the twin
 # ensemble's escalation (tie_ensemble.h: 256 members, up to 2,048 where the closest came within one RMS move), at
 # CONVEYOR_TEST_FP8_GEMV=off and =auto: round 19's first call failed off on one step (ct_kv bf16 prompt 1 step 20,
 # 3.1 RMS moves, which 2,048 members flip) and passed auto. (2) Batch 1 FP8 under auto at logging.level=debug: the
 # per-shape gemv / cuBLASLt race. (3) ncu --set full over the first three Fp8Half gemv launches of one batch-1 step
-# (qkv, gate_up, down): memory throughput, occupancy and where the warps stall (ncu_stalls.py).
+# (qkv, gate_up, down): memory throughput, occupancy and where the warps stall (ncu_stalls.py). (2b) between:
+# the Fp8Half gemv at 8 warps a block (CONVEYOR_FP8_GEMV_WARPS).
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
 call_begin r19b conveyor stages_cuda_fp8_gpu_test stages_tie_ensemble_test || exit 1
@@ -21,6 +22,9 @@ timeout 100 build/conveyor bench latency "${m[@]}" --set runtime.fp8_gemv=auto -
   --input-len 128 --output-len 128 --batch-size 1 --num-iters-warmup 2 --num-iters 5 > $r/b1_debug.txt 2>&1
 save "b1 debug rc=$? $(grep -iE 'Avg latency' $r/b1_debug.txt)"
 grep -E "e4m3|m<=|m=1 " $r/b1_debug.txt | head -30
+# (2b) The Fp8Half gemv at 8 warps a block wherever it runs (two blocks an SM: n = 4096 in one wave, not two) against
+# the rule's 16 there: CONVEYOR_FP8_GEMV_WARPS 0 (the rule) / 8 / 0 / 8, under auto.
+latency_ab warps CONVEYOR_FP8_GEMV_WARPS 0 8 0 8 -- "${m[@]}" --set runtime.fp8_gemv=auto
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 [ "$(left)" -gt 100 ] && timeout $(($(left) - 30)) $ncu --profile-from-start off --set full -k regex:gemv_kernel \
   --launch-count 4 -o $r/gemv_full build/conveyor bench latency "${m[@]}" --set runtime.fp8_gemv=auto \
