@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Round 19's second call (any GPU; carry .gpu-deps; ~430 s, BUDGET_S=470). (1) The FP8 stage test with the twin
+# Round 19's second call (any GPU; carry .gpu-deps; ~430 s in full, BUDGET_S=300 runs (1), (3) and part of (2b)). (1) The FP8 stage test with the twin
 # ensemble's escalation (tie_ensemble.h: 256 members, up to 2,048 where the closest came within one RMS move), at
 # CONVEYOR_TEST_FP8_GEMV=off and =auto: round 19's first call failed off on one step (ct_kv bf16 prompt 1 step 20,
 # 3.1 RMS moves, which 2,048 members flip) and passed auto. (2) Batch 1 FP8 under auto at logging.level=debug: the
@@ -18,13 +18,6 @@ grep -hE "NOT a tie|twin ensemble|forced step|teacher-forced" $r/stages_cuda_fp8
   uniq -c | sort -rn | head -20
 m=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16 --quantization fp8
   --kv-cache-dtype fp8)
-timeout 100 build/conveyor bench latency "${m[@]}" --set runtime.fp8_gemv=auto --set logging.level=debug \
-  --input-len 128 --output-len 128 --batch-size 1 --num-iters-warmup 2 --num-iters 5 > $r/b1_debug.txt 2>&1
-save "b1 debug rc=$? $(grep -iE 'Avg latency' $r/b1_debug.txt)"
-grep -E "e4m3|m<=|m=1 " $r/b1_debug.txt | head -30
-# (2b) The Fp8Half gemv at 8 warps a block wherever it runs (two blocks an SM: n = 4096 in one wave, not two) against
-# the rule's 16 there: CONVEYOR_FP8_GEMV_WARPS 0 (the rule) / 8 / 0 / 8, under auto.
-latency_ab warps CONVEYOR_FP8_GEMV_WARPS 0 8 0 8 -- "${m[@]}" --set runtime.fp8_gemv=auto
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 [ "$(left)" -gt 100 ] && timeout $(($(left) - 30)) $ncu --profile-from-start off --set full -k regex:gemv_kernel \
   --launch-count 4 -o $r/gemv_full build/conveyor bench latency "${m[@]}" --set runtime.fp8_gemv=auto \
@@ -45,3 +38,11 @@ for r in rows[1:]:
         print(r[ix['ID']], r[ix['Metric Name']], r[ix['Metric Value']], r[ix['Metric Unit']])
 PY
 save "summary"
+# (2b) The Fp8Half gemv at 8 warps a block wherever it runs (two blocks an SM: n = 4096 in one wave, not two) against
+# the rule's 16 there: CONVEYOR_FP8_GEMV_WARPS 0 (the rule) / 8 / 0 / 8, under auto.
+latency_ab warps CONVEYOR_FP8_GEMV_WARPS 0 8 -- "${m[@]}" --set runtime.fp8_gemv=auto
+[ "$(left)" -gt 40 ] && timeout 100 build/conveyor bench latency "${m[@]}" --set runtime.fp8_gemv=auto --set logging.level=debug \
+  --input-len 128 --output-len 128 --batch-size 1 --num-iters-warmup 2 --num-iters 5 > $r/b1_debug.txt 2>&1
+save "b1 debug rc=$? $(grep -iE 'Avg latency' $r/b1_debug.txt)"
+grep -E "e4m3|m<=|m=1 " $r/b1_debug.txt | head -30
+latency_ab warps2 CONVEYOR_FP8_GEMV_WARPS 0 8 -- "${m[@]}" --set runtime.fp8_gemv=auto
