@@ -48,7 +48,7 @@ struct StageOptions {
   // runtime.*
   bool cuda_graphs = true;     // runtime.cuda_graphs
   bool gemm_warmup = true;     // runtime.gemm_warmup
-  std::string fp8_gemv = "off";  // runtime.fp8_gemv: off | auto | on
+  std::string fp8_gemv = "auto";  // runtime.fp8_gemv: auto | off | on
   int64_t profile_step = -1;   // runtime.profile_step
 
   static StageOptions from_config(const Config& config);

@@ -78,7 +78,7 @@ class Fp8GemmRunner {
   // fp8_scale_epilogue_cuda, when that is decided: by m > kGemvMaxRows (cuBLASLt), by the policy
   // (kAlways / kNever), by an earlier timing of the shape, or, while `stream` is being captured, gemv
   // untimed (timed at the shape's next eager call). nullopt: time it (time_small_m). The runner's
-  // default policy is kNever; runtime.fp8_gemv (off by default) sets it.
+  // default policy is kNever; runtime.fp8_gemv (auto by default) sets it.
   std::optional<bool> small_m_choice(int64_t m, int64_t n, int64_t k, cudaStream_t stream) const;
   // kAuto's first eager call of a shape: times `gemv` and `lt` (each launching the whole linear on
   // `stream` into scratch output), keeps the faster and returns whether it is gemv.

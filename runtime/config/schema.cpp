@@ -125,10 +125,9 @@ std::vector<KeySpec> io_and_runtime_keys() {
       one_of(key("runtime.backend", VT::kString, "auto", "compute backend"), {"auto", "cpu", "cuda"}),
       ranged(key("runtime.seed", VT::kInt, "0", "global seed (dummy weights, default sampling seed)"), 0,
              9.2e18),
-      one_of(key("runtime.fp8_gemv", VT::kString, "off",
-                 "FP8 linears of <= 16 tokens through the FP8 gemv kernel: off (cuBLASLt), auto (timed against "
-                 "cuBLASLt per shape; batch 1 1.1-2.3% faster on an H100), on; off until the FP8 stage test has "
-                 "passed under auto on a GPU (docs/bench.md)"),
+      one_of(key("runtime.fp8_gemv", VT::kString, "auto",
+                 "FP8 linears of <= 16 tokens through the FP8 gemv kernel: auto (timed against cuBLASLt per "
+                 "shape; batch 1 0.4-2.3% faster on an H100), off (cuBLASLt), on"),
              {"off", "auto", "on"}),
       key("runtime.gemm_warmup", VT::kBool, "true",
           "at start-up, run every GEMM shape of a stage at each tuning bucket up to max_num_batched_tokens "

@@ -21,7 +21,7 @@ struct CudaOpsSizes {
   int64_t max_accumulate_cols = 8192;  // widest accumulating GEMM output (the hidden size)
   size_t activation_pool_bytes = 0;    // slab of the activation pool (0: blocks allocated on demand)
   size_t graph_pool_bytes = 0;         // slab of the pool that captured graphs draw from
-  GemvPolicy fp8_gemv = GemvPolicy::kNever;  // runtime.fp8_gemv: the FP8 linears' small-m kernel
+  GemvPolicy fp8_gemv = GemvPolicy::kAuto;  // runtime.fp8_gemv: the FP8 linears' small-m kernel
 };
 
 // Device bytes make_cuda_ops allocates at once for its workspaces (GEMM, attention split-K, step

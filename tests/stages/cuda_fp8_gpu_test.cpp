@@ -32,7 +32,7 @@ std::vector<std::vector<int32_t>> prompts() {
   return nlohmann::json::parse(in)["prompts"].get<std::vector<std::vector<int32_t>>>();
 }
 
-// The FP8 linears' small-m policy of the tests that do not name one: the runtime's default (CudaOpsSizes: off),
+// The FP8 linears' small-m policy of the tests that do not name one: the runtime's default (CudaOpsSizes: auto),
 // or CONVEYOR_TEST_FP8_GEMV=off|auto|on.
 GemvPolicy default_gemv() {
   const char* v = std::getenv("CONVEYOR_TEST_FP8_GEMV");
@@ -77,7 +77,7 @@ TEST(CudaFp8, CompressedTensorsCheckpointsFollowTheCpuTwin) {
   }
 }
 
-// Every decode linear (m <= 16 tokens) through fp8_gemv_cuda, and every one through cuBLASLt (the default): both
+// Every decode linear (m <= 16 tokens) through fp8_gemv_cuda, and every one through cuBLASLt (off): both
 // follow the twin without the FP8 KV cache (round 17, an H100: 134 / 83 tokens of 288 before a tie with the gemv,
 // f16 / bf16, and 141 / 92 with cuBLASLt).
 TEST(CudaFp8, GemvAndCublasLtEachFollowTheCpuTwin) {
