@@ -10,11 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "runtime/model/spec.h"
 #include "stages/cpu_ops.h"
@@ -26,11 +23,6 @@
 
 namespace conveyor {
 namespace {
-
-std::vector<std::vector<int32_t>> prompts() {
-  std::ifstream in(testing::data_path("fp8/reference.json"));
-  return nlohmann::json::parse(in)["prompts"].get<std::vector<std::vector<int32_t>>>();
-}
 
 // The FP8 linears' small-m policy of the tests that do not name one: the runtime's default (CudaOpsSizes: auto),
 // or CONVEYOR_TEST_FP8_GEMV=off|auto|on.
@@ -47,7 +39,7 @@ void check_layout(const std::string& layout, bool quantize_at_load, DType dt, bo
   ModelSpec spec = load_model_spec(dir);
   apply_quantization_flag(spec.quant, quantize_at_load ? "fp8" : "none");
   ASSERT_TRUE(spec.quant.fp8_linears() || kv_fp8);
-  const auto ps = prompts();
+  const auto ps = testing::fp8_prompts();
   testing::ModelDriver cpu(spec, dir, make_cpu_ops(), kv_fp8);
   CudaOpsSizes sizes;
   sizes.fp8_gemv = gemv;
@@ -58,11 +50,9 @@ void check_layout(const std::string& layout, bool quantize_at_load, DType dt, bo
     EXPECT_EQ(gpu.kv_cache().scales(l).v, cpu.kv_cache().scales(l).v);
   }
   const std::vector<testing::GreedyRun> want = testing::greedy_alone(cpu, ps, 24);
-  const std::vector<testing::GreedyRun> got = testing::greedy_alone(gpu, ps, 24);
-  const std::vector<testing::GreedyRun> forced = testing::greedy_forced(gpu, ps, testing::tokens_of(want));
   const char* policy = gemv == GemvPolicy::kAlways ? " gemv" : gemv == GemvPolicy::kNever ? " cuBLASLt" : " auto";
-  const testing::TwinComparison r = testing::compare_with_twin(
-      layout + " " + dtype_name(dt) + (kv_fp8 ? " FP8 KV" : "") + policy, ps, want, &got, &forced,
+  const testing::TwinComparison r = testing::compare_backend_with_twin(
+      layout + " " + dtype_name(dt) + (kv_fp8 ? " FP8 KV" : "") + policy, gpu, ps, want,
       testing::TieEnsemble(spec, dir, kv_fp8, dt));
   EXPECT_EQ(r.first_error, "");
   // Every step is compared teacher-forced; the share of free-running tokens before the first tie is chaotic on this

@@ -8,11 +8,8 @@
 // defect has a non-tie difference in every prompt.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "runtime/model/quantization.h"
 #include "runtime/model/spec.h"
@@ -32,8 +29,7 @@ struct Fp8KvCase {
   std::vector<GreedyRun> want;  // the fp32 twin with the FP8 cache
 
   explicit Fp8KvCase(const std::string& layout) : dir(data_path("fp8/" + layout)) {
-    std::ifstream in(data_path("fp8/reference.json"));
-    prompts = nlohmann::json::parse(in)["prompts"].get<std::vector<std::vector<int32_t>>>();
+    prompts = fp8_prompts();
     ModelDriver cpu(spec, dir, make_cpu_ops(), /*kv_fp8=*/true);
     want = greedy_alone(cpu, prompts, 24);
   }
@@ -142,13 +138,11 @@ TEST(TieEnsemble, APlantedDefectStillFails) {
         << dtype_name(storage);
 }
 
-
 // The FP8 stage test's every layout (cuda_fp8_gpu_test.cpp) with a CPU stand-in for the GPU (the storage twin under a
 // seed the ensemble does not use) in place of the CUDA backend: free-running, every first difference is a tie, and
 // teacher-forced, no difference is a non-tie and >= 75% of the steps pick the twin's token (87-99% here).
 TEST(TieEnsemble, AStandInPassesEveryLayoutOfTheFp8StageTest) {
-  std::ifstream in(data_path("fp8/reference.json"));
-  const auto ps = nlohmann::json::parse(in)["prompts"].get<std::vector<std::vector<int32_t>>>();
+  const auto ps = fp8_prompts();
   struct Layout {
     const char* name;
     bool quantize_at_load, kv_fp8;
@@ -163,10 +157,8 @@ TEST(TieEnsemble, AStandInPassesEveryLayoutOfTheFp8StageTest) {
     const std::vector<GreedyRun> want = greedy_alone(cpu, ps, 24);
     for (DType dt : {DType::kF16, DType::kBF16}) {
       ModelDriver gpu(spec, dir, std::make_unique<StorageTwinOps>(dt, spec.vocab, 5001), l.kv_fp8);
-      const std::vector<GreedyRun> got = greedy_alone(gpu, ps, 24);
-      const std::vector<GreedyRun> forced = greedy_forced(gpu, ps, tokens_of(want));
       const std::string what = std::string(l.name) + (l.kv_fp8 ? " FP8 KV " : " ") + dtype_name(dt);
-      const TwinComparison r = compare_with_twin(what, ps, want, &got, &forced, TieEnsemble(spec, dir, l.kv_fp8, dt));
+      const TwinComparison r = compare_backend_with_twin(what, gpu, ps, want, TieEnsemble(spec, dir, l.kv_fp8, dt));
       EXPECT_EQ(r.first_error, "") << what;
       EXPECT_TRUE(r.forced_floor_holds()) << what << ": " << r.equal << " of " << r.total;
     }

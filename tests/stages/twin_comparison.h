@@ -6,12 +6,16 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/stages/gpu_tie_rule.h"
 #include "tests/stages/model_harness.h"
 #include "tests/stages/tie_ensemble.h"
+#include "tests/support/test_support.h"
 
 namespace conveyor::testing {
 
@@ -25,6 +29,19 @@ struct TwinComparison {
   // The forced floor (gpu_tie_rule.h): the share of all steps that pick the twin's token.
   bool forced_floor_holds() const { return static_cast<double>(equal) >= kMinForcedEqual * static_cast<double>(total); }
 };
+
+// The twin's tokens of each run, for greedy_forced.
+inline std::vector<std::vector<int32_t>> tokens_of(const std::vector<GreedyRun>& runs) {
+  std::vector<std::vector<int32_t>> t;
+  for (const GreedyRun& r : runs) t.push_back(r.tokens);
+  return t;
+}
+
+// The prompts of the tiny FP8 checkpoints (tests/data/fp8/reference.json, scripts/make_fp8_checkpoints.py).
+inline std::vector<std::vector<int32_t>> fp8_prompts() {
+  std::ifstream in(data_path("fp8/reference.json"));
+  return nlohmann::json::parse(in)["prompts"].get<std::vector<std::vector<int32_t>>>();
+}
 
 // got (free-running) and forced (teacher-forced on want's tokens) may each be null (not compared). A prompt's forced
 // count stops after max_defects defects (each asks the ensemble for a verdict).
@@ -71,11 +88,14 @@ inline TwinComparison compare_with_twin(const std::string& label, const std::vec
   return r;
 }
 
-// The twin's tokens of each run, for greedy_forced.
-inline std::vector<std::vector<int32_t>> tokens_of(const std::vector<GreedyRun>& runs) {
-  std::vector<std::vector<int32_t>> t;
-  for (const GreedyRun& r : runs) t.push_back(r.tokens);
-  return t;
+// `backend` over the prompts free-running and teacher-forced on the twin's tokens, both compared with the twin's
+// runs `want` (the FP8 stage test's comparison, for the GPU and for its CPU stand-ins alike).
+inline TwinComparison compare_backend_with_twin(const std::string& label, ModelHarness& backend,
+                                                const std::vector<std::vector<int32_t>>& prompts,
+                                                const std::vector<GreedyRun>& want, const TieEnsemble& ensemble) {
+  const std::vector<GreedyRun> got = greedy_alone(backend, prompts, static_cast<int>(want.at(0).tokens.size()));
+  const std::vector<GreedyRun> forced = greedy_forced(backend, prompts, tokens_of(want));
+  return compare_with_twin(label, prompts, want, &got, &forced, ensemble);
 }
 
 }  // namespace conveyor::testing
