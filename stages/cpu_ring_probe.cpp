@@ -12,6 +12,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/percentile.h"
 #include "stages/cpu_probe_mpi.h"
+#include "stages/device_profile.h"
 
 namespace conveyor {
 namespace {
@@ -24,6 +25,11 @@ constexpr int kPhasesPerRank = 48;  // ~0.5-1 s a ring; the first round is not c
 // another process's burst on the host slows one ring, not all (two rings pooled let one slow ring pull a run's
 // speeds 20% low: benchmarks/results/cpu/2026-12-06-r14).
 constexpr int kRepeats = 3;
+// A ring's reading at k counts only from this many calls that met k ranks (four phases' worth, ~32 ms): a ring
+// of r tokens on r ranks meets small k only while tokens are in flight (k = 1: ~10 calls a ring of 3 on 2
+// CPUs, ~6 a ring of 4), and a handful of calls is one moment of the host (the CI doctor of 2026-12-07 read
+// k = 1 at 1.53 in a ring of 3, a file conveyor plan refuses).
+constexpr int kMinPhases = 4, kMinCallsFloor = 16;
 
 int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
 
@@ -102,10 +108,10 @@ void RingSpeed::add(const std::vector<RingTrace>& traces, int64_t from) {
   }
 }
 
-std::vector<double> RingSpeed::speed(double solo_call_s) const {
+std::vector<double> RingSpeed::speed(double solo_call_s, double min_calls) const {
   std::vector<double> s(calls.size(), 0.0);
   for (size_t k = 0; k < s.size(); ++k)
-    if (seconds[k] > 0) s[k] = calls[k] * solo_call_s / seconds[k];
+    if (seconds[k] > 0 && calls[k] >= min_calls) s[k] = calls[k] * solo_call_s / seconds[k];
   return s;
 }
 
@@ -131,9 +137,11 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
   const int cpus = static_cast<int>(std::thread::hardware_concurrency());
   if (size <= cpus || solo_calls_per_s <= 0) return nullptr;
   const int calls = std::max(1, static_cast<int>(std::lround(kPhaseSoloS * solo_calls_per_s)));
+  const int min_calls = std::max(kMinCallsFloor, kMinPhases * calls);
   nlohmann::json by_ranks = nlohmann::json::array();
   for (int ranks = cpus + 1; ranks <= size; ++ranks) {
     std::vector<std::vector<double>> rings;
+    std::vector<double> met(static_cast<size_t>(ranks), 0.0);  // calls per k over the rings
     for (int rep = 0; rep < kRepeats; ++rep) {
       polite_barrier(node);
       const RingTrace mine = rank < ranks ? run_ring_rank(node, rank, ranks, kPhasesPerRank, calls, call) : RingTrace{};
@@ -143,19 +151,26 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
       all.resize(static_cast<size_t>(ranks));
       RingSpeed one;
       one.add(all, all[0].phases[static_cast<size_t>(ranks)].first);  // from rank 0's second round
-      rings.push_back(one.speed(1.0 / solo_calls_per_s));
+      std::vector<double> s = one.speed(1.0 / solo_calls_per_s, min_calls);
+      // A reading above the profile's bound says the solo rate was slowed, not this ring fast: the ring is
+      // left out (all 0) rather than written as a file conveyor plan refuses.
+      if (*std::max_element(s.begin(), s.end()) > CoreSharing::kMaxPipelineSpeed) s.assign(s.size(), 0.0);
+      rings.push_back(std::move(s));
+      for (size_t k = 0; k < met.size() && k < one.calls.size(); ++k) met[k] += one.calls[k];
     }
     std::vector<double> speed(static_cast<size_t>(ranks), 0.0);
     if (rank == 0) speed = median_speed(rings);
     CONVEYOR_MPI_CHECK(MPI_Bcast(speed.data(), ranks, MPI_DOUBLE, 0, node));
-    by_ranks.push_back({{"ranks", ranks}, {"speed", speed}, {"calls_per_phase", calls}});
+    CONVEYOR_MPI_CHECK(MPI_Bcast(met.data(), ranks, MPI_DOUBLE, 0, node));
+    by_ranks.push_back({{"ranks", ranks}, {"speed", speed}, {"calls", met}, {"calls_per_phase", calls}});
   }
   return {{"by_ranks", by_ranks},
           {"method", "r = cpus + 1 .. the node's ranks pass r tokens round a ring: each waits for its predecessor's token "
                      "in naps of 2-100 us (as wait_politely), computes " + std::to_string(calls) + " calls of the sharing "
                      "probe's matmul (~8 ms alone) and sends it on, " + std::to_string(kPhasesPerRank) + " phases a rank, "
                      "three rings per r, the first round not counted; speed[k - 1]: the solo time of the calls made "
-                     "while k ranks computed over the time they took, the median of the rings'"}};
+                     "while k ranks computed over the time they took, the median of the rings' that met k in at least " +
+                     std::to_string(min_calls) + " calls (0: none did); calls[k - 1]: the calls that met k, all rings"}};
 }
 
 }  // namespace conveyor

@@ -32,8 +32,9 @@ struct RingSpeed {
   // Adds one ring's traces (one per rank, phases of different rings must not overlap in time); calls
   // starting before `from` (the ring's start-up) are not counted.
   void add(const std::vector<RingTrace>& traces, int64_t from);
-  // speed[k - 1]: the solo time of those calls over the time they took; 0 where no call met k ranks.
-  std::vector<double> speed(double solo_call_s) const;
+  // speed[k - 1]: the solo time of those calls over the time they took; 0 where fewer than `min_calls`
+  // calls met k ranks (never met, or too few calls to be more than one moment of the host).
+  std::vector<double> speed(double solo_call_s, double min_calls = 1) const;
 };
 
 // Per k, the median of the rings' speed[k - 1] where they met k ranks (0 where none did).

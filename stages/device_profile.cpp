@@ -253,7 +253,10 @@ CoreSharing core_sharing(const nlohmann::json& j, const std::string& where) {
       const bool ok = e.is_object() && e.contains("ranks") && e.contains("speed") && e.at("ranks").is_number_integer() &&
                       e.at("speed").is_array() && e.at("speed").size() == e.at("ranks").get<size_t>() &&
                       std::all_of(e.at("speed").begin(), e.at("speed").end(),
-                                  [](const nlohmann::json& v) { return v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 1.5; });
+                                  [](const nlohmann::json& v) {
+                                    return v.is_number() && v.get<double>() >= 0 &&
+                                           v.get<double>() <= CoreSharing::kMaxPipelineSpeed;
+                                  });
       CONVEYOR_CHECK(ok, where, ": ", path, ".pipeline_speed entries must be {ranks, speed: ranks numbers in [0, 1.5]}, got ", e.dump());
       c.pipeline_speed.emplace_back(e.at("ranks").get<int>(), e.at("speed").get<std::vector<double>>());
     }

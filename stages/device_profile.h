@@ -91,6 +91,9 @@ struct CoreSharing {
   // ranks that wake and nap, CPUs left idle beside doubled ones), by ranks, ascending: (ranks, speed[k - 1]).
   // Empty: not measured, `speed` (ranks that compute without pause) for pipelines too.
   std::vector<std::pair<int, std::vector<double>>> pipeline_speed;
+  // The most a pipeline_speed reading may be: above it, the solo rate it is read against was slowed, not
+  // the pipeline fast (doctor drops such a ring, the profile reader refuses such a file).
+  static constexpr double kMaxPipelineSpeed = 1.5;
   // This sharing with `speed` as a pipeline of `ranks` ranks meets it where the ring probe measured that
   // many ranks, more than the CPUs (a k the ring never met keeps speed(k)); else itself.
   CoreSharing in_pipeline(int ranks) const;

@@ -41,6 +41,8 @@ if sh["cpus"] < 4:
     ps = sh["pipeline_speed"]
     assert [b["ranks"] for b in ps] == list(range(sh["cpus"] + 1, 5)), ps
     assert all(len(b["speed"]) == b["ranks"] and all(0 <= v <= 1.5 for v in b["speed"]) for b in ps), ps
+    # calls[k - 1]: how many calls met k ranks (a reading counts only from enough of them).
+    assert all(len(b["calls"]) == b["ranks"] and sum(b["calls"]) > 0 for b in ps), ps
 PY
 out=$(timeout 60 $mpi -np 3 "$bin" doctor -pp 2 --bytes 1M 2>&1)
 rc=$?

@@ -253,6 +253,9 @@ TEST(DeviceProfile, RingProbeReadsSpeedByRanksComputing) {
   late.add({a, b}, 3 * ms);  // only rank 1's second call starts that late
   EXPECT_EQ(late.calls, (std::vector<double>{1, 0}));
   EXPECT_EQ(late.speed(1e-3)[1], 0.0);  // never met: 0
+  // Doctor counts a ring's k only from enough calls (a few are one moment of the host): 2 calls are too few for 3.
+  EXPECT_EQ(r.speed(1e-3, 3), (std::vector<double>{0, 0}));
+  EXPECT_NEAR(r.speed(1e-3, 2)[0], 2.0 / 5.0, 1e-9);
   // Doctor takes per k the median of three rings' speeds (one slowed by the host does not move it).
   EXPECT_EQ(median_speed({{0.8, 0.6, 0.45}, {0.6, 0.4, 0.3}, {0.82, 0.62, 0}}), (std::vector<double>{0.8, 0.6, 0.375}));
   EXPECT_EQ(median_speed({{0.5, 0}, {0.7, 0}}), (std::vector<double>{0.6, 0.0}));
