@@ -49,10 +49,10 @@ void fp8_scale_epilogue_cuda(void* y, DType out, const float* acc, const float* 
                              cudaStream_t stream);
 
 // acc[m, n] = a[m, k] b[n, k]^T over e4m3 codes, fp32 out, through cuBLASLt, or with the scales fused
-// (run_scaled). Each shape's plan keeps the heuristic's usable candidates (up to kGemmTimedCandidates, split-K
-// reduced in fp32) and runs its first; with CONVEYOR_FP8_GEMM_TUNE=1 (read when the runner is made) a bucket of m
+// (run_scaled), each shape with the heuristic's first algorithm; with CONVEYOR_FP8_GEMM_TUNE=1 (read when the
+// runner is made) a plan keeps up to kGemmTimedCandidates (split-K reduced in fp32) and a bucket of m
 // (gemm_tuning_bucket) times them at its first eager call that writes its output afresh (run(), or run_scaled
-// without accumulate) and its other m and accumulating calls take the fastest, as GemmRunner does for bf16.
+// without accumulate); its other m and accumulating calls take the fastest, as GemmRunner does for bf16.
 // Requires k % 16 == 0 and n % 4 == 0 (FP8's 16-byte leading dimensions). One handle; the workspace is the
 // caller's.
 class Fp8GemmRunner {

@@ -67,17 +67,19 @@ bool capturing(cudaStream_t stream) {
   return capture != cudaStreamCaptureStatusNone;
 }
 
-// p's usable heuristic results under `pref` (up to kGemmTimedCandidates, in the heuristic's order; p.algo the
-// first). Split-K partial sums are reduced in fp32 (the compute type) where such algorithms exist, as GemmRunner
-// reduces them: a bf16 y must not round every partial. Returns the heuristic's last status.
-cublasStatus_t find_candidates(cublasLtHandle_t handle, Plan& p, cublasLtMatmulPreference_t pref) {
+// p's usable heuristic results under `pref` (p.algo the first). timed: up to kGemmTimedCandidates, in the
+// heuristic's order, split-K partial sums reduced in fp32 (the compute type) where such algorithms exist, as
+// GemmRunner reduces them (a bf16 y must not round every partial); else the heuristic's first under its default
+// schemes, the one algorithm this runner ran before it timed any. Returns the heuristic's last status.
+cublasStatus_t find_candidates(cublasLtHandle_t handle, Plan& p, cublasLtMatmulPreference_t pref, bool timed) {
   cublasStatus_t rc = CUBLAS_STATUS_SUCCESS;
-  for (uint32_t mask : {static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE),
-                        static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_MASK)}) {
+  const auto fp32 = static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE);
+  const auto any = static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_MASK);
+  for (uint32_t mask : {timed ? fp32 : any, any}) {
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof(mask));
     int found = 0;
-    rc = cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.a, p.b, p.d, p.d, pref, kGemmTimedCandidates, p.candidates,
-                                        &found);
+    rc = cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.a, p.b, p.d, p.d, pref, timed ? kGemmTimedCandidates : 1,
+                                        p.candidates, &found);
     p.n_candidates = 0;
     for (int i = 0; rc == CUBLAS_STATUS_SUCCESS && i < found; ++i)
       if (p.candidates[i].state == CUBLAS_STATUS_SUCCESS) p.candidates[p.n_candidates++] = p.candidates[i];
@@ -183,7 +185,7 @@ struct Fp8GemmRunner::Impl {
     CONVEYOR_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const uint64_t ws = workspace_bytes;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-    const cublasStatus_t rc = find_candidates(handle, *p, pref);
+    const cublasStatus_t rc = find_candidates(handle, *p, pref, tune_on);
     cublasLtMatmulPreferenceDestroy(pref);
     CONVEYOR_CHECK(p->n_candidates > 0, "Fp8GemmRunner: cuBLASLt has no e4m3 algorithm for [",
                    m, ", ", k, "] x [", n, ", ", k, "]^T -> f32 (status ", cublasLtGetStatusName(rc),
@@ -228,7 +230,7 @@ std::unique_ptr<Plan> Fp8GemmRunner::Impl::make_scaled_plan(const ScaledKey& key
     cublasLtMatmulPreferenceSetAttribute(pref, attr, &align_ab, sizeof(align_ab));
   for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
     cublasLtMatmulPreferenceSetAttribute(pref, attr, &key.align_y, sizeof(key.align_y));
-  find_candidates(handle, *p, pref);
+  find_candidates(handle, *p, pref, tune_on);
   cublasLtMatmulPreferenceDestroy(pref);
   if (p->n_candidates == 0) return nullptr;
   return p;
