@@ -12,7 +12,8 @@ their runs are simulated with the run queues' turns too (the probe measured 3,84
 --what-if edits every doctor JSON before simulating, to ask how a rule or a measurement moves the rows (repeatable):
 ring_above=F scales the ring probe's speeds at k > cpus, ring_below=sharing takes the sharing probe's speeds at
 k <= cpus instead of the ring's, ring=ideal gives a rank that holds a CPU its speed alone (1 up to the CPUs, cpus / k
-beyond), busy_hops=F scales the busy hop samples, quantum_us=US sets the slice. The last line
+beyond), ring_k1=drop leaves k = 1 unmeasured (doctor's rule since 2026-12-07: a reading counts from 16 calls,
+and k = 1 meets ~10 a ring), busy_hops=F scales the busy hop samples, quantum_us=US sets the slice. The last line
 counts the rows within the bounds per layout."""
 import argparse
 import json
@@ -39,6 +40,9 @@ def what_if(sharing, edits):
         elif name == "ring" and value == "ideal":  # a rank that holds a CPU runs at its speed alone
             for v in rings:
                 v[:] = [1.0 if k <= cpus else cpus / k for k in range(1, len(v) + 1)]
+        elif name == "ring_k1" and value == "drop":  # doctor's rule since 2026-12-07: k = 1 has too few calls
+            for v in rings:
+                v[0] = 0.0
         elif name == "busy_hops":
             sharing["busy_hop_samples_us"] = [x * float(value) for x in sharing.get("busy_hop_samples_us", [])]
             sharing["busy_hop_us"] = sharing.get("busy_hop_us", 0) * float(value)

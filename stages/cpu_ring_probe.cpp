@@ -115,7 +115,13 @@ std::vector<double> RingSpeed::speed(double solo_call_s, double min_calls) const
   return s;
 }
 
-std::vector<double> median_speed(const std::vector<std::vector<double>>& rings) {
+void RingSpeed::merge(const RingSpeed& other) {
+  calls.resize(std::max(calls.size(), other.calls.size()), 0.0);
+  seconds.resize(calls.size(), 0.0);
+  for (size_t k = 0; k < other.calls.size(); ++k) calls[k] += other.calls[k], seconds[k] += other.seconds[k];
+}
+
+std::vector<double> median_speed(const std::vector<std::vector<double>>& rings, const std::vector<double>& pooled) {
   std::vector<double> out;
   for (size_t k = 0;; ++k) {
     std::vector<double> met;
@@ -126,7 +132,7 @@ std::vector<double> median_speed(const std::vector<std::vector<double>>& rings) 
       if (r[k] > 0) met.push_back(r[k]);
     }
     if (!any) return out;
-    out.push_back(percentile(met, 0.5));  // 0 where no ring met k ranks
+    out.push_back(met.empty() && k < pooled.size() ? pooled[k] : percentile(met, 0.5));  // percentile({}) is 0
   }
 }
 
@@ -141,6 +147,7 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
   nlohmann::json by_ranks = nlohmann::json::array();
   for (int ranks = cpus + 1; ranks <= size; ++ranks) {
     std::vector<std::vector<double>> rings;
+    RingSpeed pooled;  // the rings kept, together
     std::vector<double> met(static_cast<size_t>(ranks), 0.0);  // calls per k over the rings
     for (int rep = 0; rep < kRepeats; ++rep) {
       polite_barrier(node);
@@ -155,11 +162,16 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
       // A reading above the profile's bound says the solo rate was slowed, not this ring fast: the ring is
       // left out (all 0) rather than written as a file conveyor plan refuses.
       if (*std::max_element(s.begin(), s.end()) > CoreSharing::kMaxPipelineSpeed) s.assign(s.size(), 0.0);
+      else pooled.merge(one);
       rings.push_back(std::move(s));
       for (size_t k = 0; k < met.size() && k < one.calls.size(); ++k) met[k] += one.calls[k];
     }
     std::vector<double> speed(static_cast<size_t>(ranks), 0.0);
-    if (rank == 0) speed = median_speed(rings);
+    if (rank == 0) {
+      std::vector<double> together = pooled.speed(1.0 / solo_calls_per_s, min_calls);
+      for (double& v : together) v = v > CoreSharing::kMaxPipelineSpeed ? 0.0 : v;
+      speed = median_speed(rings, together);
+    }
     CONVEYOR_MPI_CHECK(MPI_Bcast(speed.data(), ranks, MPI_DOUBLE, 0, node));
     CONVEYOR_MPI_CHECK(MPI_Bcast(met.data(), ranks, MPI_DOUBLE, 0, node));
     by_ranks.push_back({{"ranks", ranks}, {"speed", speed}, {"calls", met}, {"calls_per_phase", calls}});
@@ -170,7 +182,8 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
                      "probe's matmul (~8 ms alone) and sends it on, " + std::to_string(kPhasesPerRank) + " phases a rank, "
                      "three rings per r, the first round not counted; speed[k - 1]: the solo time of the calls made "
                      "while k ranks computed over the time they took, the median of the rings' that met k in at least " +
-                     std::to_string(min_calls) + " calls (0: none did); calls[k - 1]: the calls that met k, all rings"}};
+                     std::to_string(min_calls) + " calls, else of all rings' calls together where they are that many (0: "
+                     "fewer); a ring with a reading above 1.5 is left out; calls[k - 1]: the calls that met k, all rings"}};
 }
 
 }  // namespace conveyor

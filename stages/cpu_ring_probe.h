@@ -32,13 +32,16 @@ struct RingSpeed {
   // Adds one ring's traces (one per rank, phases of different rings must not overlap in time); calls
   // starting before `from` (the ring's start-up) are not counted.
   void add(const std::vector<RingTrace>& traces, int64_t from);
+  // Adds another reading's calls and seconds per k (rings pooled).
+  void merge(const RingSpeed& other);
   // speed[k - 1]: the solo time of those calls over the time they took; 0 where fewer than `min_calls`
   // calls met k ranks (never met, or too few calls to be more than one moment of the host).
   std::vector<double> speed(double solo_call_s, double min_calls = 1) const;
 };
 
-// Per k, the median of the rings' speed[k - 1] where they met k ranks (0 where none did).
-std::vector<double> median_speed(const std::vector<std::vector<double>>& rings);
+// Per k, the median of the rings' speed[k - 1] where they met k ranks; where none did, pooled[k - 1] (the rings'
+// calls together, for a k each ring meets too few times to read alone), else 0.
+std::vector<double> median_speed(const std::vector<std::vector<double>>& rings, const std::vector<double>& pooled = {});
 
 // Collective over the node's ranks (more than its CPUs, else null: with a CPU each, a rank's place does not
 // decide its speed): the ring with the node's first r ranks (the others wait without spinning) for

@@ -259,6 +259,14 @@ TEST(DeviceProfile, RingProbeReadsSpeedByRanksComputing) {
   // Doctor takes per k the median of three rings' speeds (one slowed by the host does not move it).
   EXPECT_EQ(median_speed({{0.8, 0.6, 0.45}, {0.6, 0.4, 0.3}, {0.82, 0.62, 0}}), (std::vector<double>{0.8, 0.6, 0.375}));
   EXPECT_EQ(median_speed({{0.5, 0}, {0.7, 0}}), (std::vector<double>{0.6, 0.0}));
+  // A k no ring met often enough alone is read from the rings' calls together, where they are enough.
+  RingSpeed pooled;
+  pooled.merge(r);
+  pooled.merge(late);
+  EXPECT_EQ(pooled.calls, (std::vector<double>{3, 2}));
+  EXPECT_NEAR(pooled.speed(1e-3, 3)[0], 3.0 / 8.0, 1e-9);  // 3 calls of 1 ms alone took 2 + 3 + 3 ms
+  EXPECT_EQ(pooled.speed(1e-3, 3)[1], 0.0);               // 2 calls: too few
+  EXPECT_EQ(median_speed({{0, 0.6}, {0, 0.5}}, {0.9, 0.2}), (std::vector<double>{0.9, 0.55}));
 }
 
 // Doctor's quantum probe (stages/cpu_quantum_probe.h): a shared CPU's turns in a thread's clock stamps, the
