@@ -20,6 +20,7 @@
 #include "kernels/cuda/e4m3.cuh"
 #include "kernels/cuda/pdl.cuh"
 #include "runtime/core/cuda_check.h"
+#include "runtime/core/env_switch.h"
 
 namespace conveyor::cuda_detail {
 namespace {
@@ -216,8 +217,13 @@ __device__ __forceinline__ void merge(const Acc<D>& st, const PagedAttentionArgs
   }
 }
 
-template <typename T, int D>
-__global__ void __launch_bounds__(kThreads, D == 128 ? 3 : 4) decode_mma_kernel(PagedAttentionArgs a) {
+// kMinBlocks: CTAs an SM must hold (the register cap). At head_dim 128 the kernel takes 154 registers, 3 CTAs an SM;
+// capped for 4 (128 registers) ptxas spills 80 bytes a thread, some inside the step loop. 3 a SM leave the last
+// wave of a batch-256 step 17% full (2,048 CTAs on 396 places: round 19's H100 read ~2.9 TB/s in the full waves and
+// 218.6 us in all, six waves' time for 5.2 of work); 4 make it 3.9 of 4. CONVEYOR_DECODE_MMA_4CTA=1 (read once)
+// takes the capped variant at head_dim 128, until a GPU run says which is faster.
+template <typename T, int D, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) decode_mma_kernel(PagedAttentionArgs a) {
   cuda_detail::pdl_wait();               // pdl.cuh: this kernel reads the one before ...
   cuda_detail::pdl_launch_dependents();  // ... and the next may be placed now
   using S = Slots<D>;
@@ -285,7 +291,22 @@ void launch(const PagedAttentionArgs& a, cudaStream_t s) {
   const dim3 grid(a.num_tokens, a.n_kv_heads * a.chunks, a.splits);
   constexpr size_t smem = Slots<D>::kSmem;
   static_assert(smem <= 48 * 1024, "more dynamic shared memory needs cudaFuncSetAttribute");
-  launch_maybe_pdl(decode_mma_kernel<T, D>, grid, dim3(kThreads), smem, s, a);
+  static const bool four = env_switch_opt_in("CONVEYOR_DECODE_MMA_4CTA");
+  if constexpr (D == 128) {
+    if (four) {
+      auto* kernel = decode_mma_kernel<T, D, 4>;
+      static const bool carved = [&] {  // room for 4 x 48 KB of slots: as much shared memory as the SM has
+        CONVEYOR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                 cudaSharedmemCarveoutMaxShared));
+        return true;
+      }();
+      (void)carved;
+      launch_maybe_pdl(kernel, grid, dim3(kThreads), smem, s, a);
+      CONVEYOR_CUDA_CHECK(cudaGetLastError());
+      return;
+    }
+  }
+  launch_maybe_pdl(decode_mma_kernel<T, D, D == 128 ? 3 : 4>, grid, dim3(kThreads), smem, s, a);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }
 
