@@ -376,7 +376,15 @@ void dispatch(const Epilogue& e, const void* x, const void* w, int m, int n, int
   const bool two_tiles =
       (m > 8 || kFp8) && (static_cast<int64_t>(n) + 2 * kTileRows - 1) / (2 * kTileRows) >= sm_count;
   if constexpr (kPro == Prologue::kFp8Half) {  // m <= 8
-    if (two_tiles) return launch<T, false, 2, kPro>(e, x, w, m, n, packs, sm_count, stream, pa);
+    // An experiment's knob (round 20): CONVEYOR_FP8_GEMV_TILES=1|2 forces the row tiles. The grid holds at most two
+    // blocks an SM, so q|k|v (n = 6,144: 384 two-tile blocks on 264) runs a second round 45% full; one tile (768 on
+    // 264) balances but gives each warp one chunk of k without a second to overlap (round 10).
+    static const int forced = [] {
+      const char* v = std::getenv("CONVEYOR_FP8_GEMV_TILES");
+      return v == nullptr ? 0 : std::atoi(v);
+    }();
+    if (forced == 2 || (forced != 1 && two_tiles))
+      return launch<T, false, 2, kPro>(e, x, w, m, n, packs, sm_count, stream, pa);
     return launch<T, false, 1, kPro>(e, x, w, m, n, packs, sm_count, stream, pa);
   } else if constexpr (kPro != Prologue::kNone) {
     return launch<T, false, 1, kPro>(e, x, w, m, n, packs, sm_count, stream, pa);  // m <= kGemvFusedMaxRows
