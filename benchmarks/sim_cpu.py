@@ -15,6 +15,7 @@ OUT/sim_cpu.json and OUT/sim_cpu.md, and per layout the run's --trace (trace_ppP
 simulated one (sim_trace_ppP_tpT.json, `conveyor plan --trace`) for benchmarks/plot_trace.py or Perfetto.
 --check: exit 1 when a row is outside the bounds (after --retries
 reruns of that row, each with a fresh doctor: timings move with the host's load, the schedule does not).
+--check-gross (the CI test): the schedule exactly and the timings within gross bounds, at every layout.
 Nothing is fitted to a run: the simulator sees only the doctor JSON."""
 import argparse
 import json
@@ -32,6 +33,12 @@ SIZES = {
 }
 THROUGHPUT_TOL = 0.20  # relative
 BUBBLE_TOL = 5.0       # points
+# --check-gross: what a defect in the simulator breaks and the host's noise does not. On the 2-vCPU VMs the same
+# pp 1 run measured 65.6 and 108.9 tok/s minutes apart, and five doctors in one CI run predicted pp 2 x tp 2 at
+# x1.26-1.79 and x0.74 of its runs (benchmarks/results/cpu/2026-12-07-r20); a simulator that forgot a cost or
+# a hop would be off by more.
+GROSS_RATIO = 2.0      # predicted / measured within [1 / 2, 2]
+GROSS_BUBBLE = 15.0    # points
 KV_GIB = 0.25          # cache.cpu_kv_cache_space per rank: room for the workload, little memory
 
 
@@ -108,17 +115,26 @@ def compare(pp, tp, b, s):
     for i, (m, p) in enumerate(zip(measured, predicted)):
         if abs(m - p) > BUBBLE_TOL:
             errors.append(f"stage {i} bubble {p:.1f}% predicted vs {m:.1f}% measured")
+    gross = []
+    if not 1 / GROSS_RATIO <= got / want <= GROSS_RATIO:
+        gross.append(f"throughput {got:.1f} predicted vs {want:.1f} measured (x{got / want:.2f})")
+    gross += [f"stage {i} bubble {p:.1f}% predicted vs {m:.1f}% measured"
+              for i, (m, p) in enumerate(zip(measured, predicted)) if abs(m - p) > GROSS_BUBBLE]
     if split_run != split_sim:
         exact.append(f"split {split_sim} simulated, {split_run} run")
     if b["kv_cache"]["plans"] != s["plans"]:
         exact.append(f"{s['plans']} plans simulated, {b['kv_cache']['plans']} run")
     row["errors"] = errors + exact
     row["schedule_errors"] = exact  # independent of the host's load: always checked
+    row["gross_errors"] = gross + exact
     return row
 
 
-def failing(row, bounded):
-    """Errors --check counts: the schedule's always, the timing bounds' where the layout is bounded."""
+def failing(row, bounded, gross=False):
+    """Errors --check counts: the schedule's always, the timing bounds' where the layout is bounded (with
+    --check-gross, the gross bounds' instead, at every layout)."""
+    if gross:
+        return row["gross_errors"]
     return row["errors"] if (row["pipeline"], row["tensor"]) in bounded else row["schedule_errors"]
 
 
@@ -140,6 +156,10 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks/results/cpu"))
     ap.add_argument("--size", choices=sorted(SIZES), default="full")
     ap.add_argument("--check", action="store_true", help="exit 1 when a row is outside the bounds")
+    ap.add_argument("--check-gross", action="store_true",
+                    help="exit 1 when a row's schedule differs or its timing is grossly off (predicted / measured "
+                         "outside [1/2, 2], a bubble off by more than 15 points), at every layout; the 20%% / 5-point "
+                         "bounds are reported (the CI test: timings on a shared 2-vCPU VM move by more than them)")
     ap.add_argument("--retries", type=int, default=1, help="reruns (fresh doctor + run) of a row outside the bounds")
     ap.add_argument("--bounded", default="",
                     help="PPxTP,... or none: the layouts whose timing bounds --check enforces (default: all); the "
@@ -155,30 +175,32 @@ def main():
     for pp, tp in LAYOUTS:
         for attempt in range(args.retries + 1):
             if attempt > 0:
-                print(f"pp {pp} x tp {tp}: outside the bounds ({'; '.join(row['errors'])}); rerunning with a fresh doctor")
+                why = row["gross_errors"] if args.check_gross else row["errors"]
+                print(f"pp {pp} x tp {tp}: outside the bounds ({'; '.join(why)}); rerunning with a fresh doctor")
                 doctor_json, cluster = doctor(args.conveyor, args.out)
             b = bench(args.conveyor, args.out, size, doctor_json, pp, tp)
             s = simulate(args.conveyor, args.out, size, doctor_json, cluster, pp, tp)
             row = compare(pp, tp, b, s)
             row["attempts"] = attempt + 1
-            if not failing(row, bounded):
+            if not failing(row, bounded, args.check_gross):
                 break
         rows.append(row)
         print(f"pp {pp} x tp {tp}: {row['measured_tok_s']:.1f} tok/s measured, {row['predicted_tok_s']:.1f} predicted; "
               f"bubble % {[round(x, 1) for x in row['measured_bubble_pct']]} vs "
               f"{[round(x, 1) for x in row['predicted_bubble_pct']]}{'' if not row['errors'] else '  OUTSIDE: ' + '; '.join(row['errors'])}"
-              f"{'' if (pp, tp) in bounded else ' (timing not bounded here)'}",
+              f"{'' if (pp, tp) in bounded and not args.check_gross else ' (20% / 5-point bounds reported)'}",
               flush=True)
     cmd = "benchmarks/sim_cpu.py " + " ".join(sys.argv[1:])
     result = {"size": args.size, "workload": size, "bounds": {"throughput": THROUGHPUT_TOL, "bubble_points": BUBBLE_TOL},
+              "gross_bounds": {"ratio": GROSS_RATIO, "bubble_points": GROSS_BUBBLE},
               "doctor": os.path.relpath(doctor_json, args.out), "rows": rows, "command": cmd.strip(),
               "wall_s": time.time() - t0}
     json.dump(result, open(os.path.join(args.out, "sim_cpu.json"), "w"), indent=2)
     table = markdown(rows, cmd.strip())
     open(os.path.join(args.out, "sim_cpu.md"), "w").write(table)
     print(table)
-    bad = [r for r in rows if failing(r, bounded)]
-    if args.check and bad:
+    bad = [r for r in rows if failing(r, bounded, args.check_gross)]
+    if (args.check or args.check_gross) and bad:
         sys.exit(f"FAIL: {len(bad)} of {len(rows)} rows outside the bounds")
 
 
