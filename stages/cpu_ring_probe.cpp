@@ -148,7 +148,6 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
   for (int ranks = cpus + 1; ranks <= size; ++ranks) {
     std::vector<std::vector<double>> rings;
     RingSpeed pooled;  // the rings kept, together
-    std::vector<double> met(static_cast<size_t>(ranks), 0.0);  // calls per k over the rings
     for (int rep = 0; rep < kRepeats; ++rep) {
       polite_barrier(node);
       const RingTrace mine = rank < ranks ? run_ring_rank(node, rank, ranks, kPhasesPerRank, calls, call) : RingTrace{};
@@ -164,7 +163,6 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
       if (*std::max_element(s.begin(), s.end()) > CoreSharing::kMaxPipelineSpeed) s.assign(s.size(), 0.0);
       else pooled.merge(one);
       rings.push_back(std::move(s));
-      for (size_t k = 0; k < met.size() && k < one.calls.size(); ++k) met[k] += one.calls[k];
     }
     std::vector<double> speed(static_cast<size_t>(ranks), 0.0);
     if (rank == 0) {
@@ -173,6 +171,8 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
       speed = median_speed(rings, together);
     }
     CONVEYOR_MPI_CHECK(MPI_Bcast(speed.data(), ranks, MPI_DOUBLE, 0, node));
+    std::vector<double> met = pooled.calls;  // calls per k over the rings kept
+    met.resize(static_cast<size_t>(ranks), 0.0);
     CONVEYOR_MPI_CHECK(MPI_Bcast(met.data(), ranks, MPI_DOUBLE, 0, node));
     by_ranks.push_back({{"ranks", ranks}, {"speed", speed}, {"calls", met}, {"calls_per_phase", calls}});
   }
@@ -183,7 +183,8 @@ nlohmann::json measure_ring_speed(MPI_Comm node, const std::function<void()>& ca
                      "three rings per r, the first round not counted; speed[k - 1]: the solo time of the calls made "
                      "while k ranks computed over the time they took, the median of the rings' that met k in at least " +
                      std::to_string(min_calls) + " calls, else of all rings' calls together where they are that many (0: "
-                     "fewer); a ring with a reading above 1.5 is left out; calls[k - 1]: the calls that met k, all rings"}};
+                     "fewer); a ring with a reading above 1.5 is left out; calls[k - 1]: the calls that met k, the rings "
+                     "kept"}};
 }
 
 }  // namespace conveyor

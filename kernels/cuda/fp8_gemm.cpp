@@ -5,7 +5,6 @@
 // Which of the two a shape runs is timed per bucket of m (fused_choice), as neither wins everywhere.
 #include <cublasLt.h>
 
-#include <limits>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -157,14 +156,11 @@ struct Fp8GemmRunner::Impl {
     if (!may_time || capturing(stream)) return;
     // Decode shapes meet their weights in DRAM (launch_timer.h, ColdL2), as the small-m race times them.
     const ColdL2* cold = key.m <= kGemvMaxRows ? &cold_l2() : nullptr;
-    float best = std::numeric_limits<float>::infinity();
-    for (int i = 0; i < p.n_candidates; ++i) {
-      auto run = [&] { return launch(p.candidates[i].algo) == CUBLAS_STATUS_SUCCESS; };
-      const float us = cold ? tune_timer.us_cold(run, kGemmTimedRuns, stream, *cold)
-                            : tune_timer.us(run, kGemmTimedRuns, stream);
-      if (us < best) best = us, p.algo = p.candidates[i].algo, p.algo_index = i;
-    }
-    p.best_us = best < std::numeric_limits<float>::infinity() ? best : -1.f;
+    const auto [index, best] = tune_timer.fastest(
+        p.n_candidates, [&](int i) { return launch(p.candidates[i].algo) == CUBLAS_STATUS_SUCCESS; },
+        kGemmTimedRuns, stream, cold);
+    if (index >= 0) p.algo = p.candidates[index].algo, p.algo_index = index;
+    p.best_us = index >= 0 ? best : -1.f;
     p.timed_m = key.m;
     p.tuned = true;
     timed[bucket] = TimedAlgo{p.algo, p.algo_index, key.m};

@@ -251,9 +251,6 @@ cublasStatus_t GemmRunner::Impl::matmul(const Plan& plan, const cublasLtMatmulAl
 // with the evict-first hint, does not; a decode step meets them in DRAM.
 void GemmRunner::Impl::tune(Plan& plan, const ShapeKey& key, Operands o, cudaStream_t stream) {
   const ColdL2* cold = key.m <= kGemvMaxRows ? &cold_l2() : nullptr;
-  auto time = [&](auto&& launch) {
-    return cold ? timer.us_cold(launch, kTuneRuns, stream, *cold) : timer.us(launch, kTuneRuns, stream);
-  };
   if (key.accumulate) {
     const size_t bytes = static_cast<size_t>(key.m) * static_cast<size_t>(key.n) * dtype_size(key.out);
     CONVEYOR_CHECK(bytes <= scratch_bytes, "GemmRunner: timing the accumulating shape m=", key.m, " n=", key.n,
@@ -262,21 +259,18 @@ void GemmRunner::Impl::tune(Plan& plan, const ShapeKey& key, Operands o, cudaStr
     CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(scratch, o.y, bytes, cudaMemcpyDeviceToDevice, stream));
     o.y = scratch;
   }
-  float best = std::numeric_limits<float>::infinity();
-  for (int i = 0; i < plan.n_candidates; ++i) {
-    const cublasLtMatmulAlgo_t& algo = plan.candidates[i].algo;
-    const float us = time([&] { return matmul(plan, algo, key, o, stream) == CUBLAS_STATUS_SUCCESS; });
-    if (us < best) {
-      best = us;
-      plan.algo = algo;
-      plan.algo_index = i;
-    }
-  }
+  auto [index, best] = timer.fastest(
+      plan.n_candidates,
+      [&](int i) { return matmul(plan, plan.candidates[i].algo, key, o, stream) == CUBLAS_STATUS_SUCCESS; },
+      kTuneRuns, stream, cold);
+  if (index >= 0) plan.algo = plan.candidates[index].algo, plan.algo_index = index;
   if (gemv_allowed(key)) {
-    const float us = time([&] {
-      run_gemv(key, o, stream);
-      return true;
-    });
+    const float us = timer.us_where(
+        [&] {
+          run_gemv(key, o, stream);
+          return true;
+        },
+        kTuneRuns, stream, cold);
     plan.gemv = us < best;
     if (plan.gemv) best = us;
   }

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <limits>
+#include <utility>
 
 #include "kernels/cuda/elementwise.h"
 #include "runtime/core/cuda_check.h"
@@ -94,6 +95,24 @@ class LaunchTimer {
       total += ms;
     }
     return 1000.f * total / runs;
+  }
+
+  // us_cold with `cold`'s region where one is given, else us().
+  template <typename Launch>
+  float us_where(Launch&& launch, int runs, cudaStream_t stream, const ColdL2* cold) {
+    return cold != nullptr ? us_cold(launch, runs, stream, *cold) : us(launch, runs, stream);
+  }
+
+  // The fastest of n candidates, launch(i) enqueuing candidate i and returning whether it could, each timed by
+  // us_where: {its index, its microseconds}, or {-1, infinity} when none ran (the runners' first-use races).
+  template <typename Launch>
+  std::pair<int, float> fastest(int n, Launch&& launch, int runs, cudaStream_t stream, const ColdL2* cold) {
+    std::pair<int, float> best{-1, std::numeric_limits<float>::infinity()};
+    for (int i = 0; i < n; ++i) {
+      const float t = us_where([&] { return launch(i); }, runs, stream, cold);
+      if (t < best.second) best = {i, t};
+    }
+    return best;
   }
 
   // Microseconds per call of launch() (which enqueues on `stream` and returns whether it could) over

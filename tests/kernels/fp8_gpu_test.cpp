@@ -126,8 +126,9 @@ void check_gemm(GemmCase s, DType out, bool with_bias, bool accumulate, bool gem
     for (size_t i = 0; i < want.size(); ++i) want[i] += y0[i];
 
   TestBuffer workspace(kGemmLtWorkspaceBytes);
-  Fp8GemmRunner own(workspace.get(), workspace.bytes());
-  Fp8GemmRunner& gemm = shared != nullptr ? *shared : own;
+  std::optional<Fp8GemmRunner> own;
+  if (shared == nullptr) own.emplace(workspace.get(), workspace.bytes());
+  Fp8GemmRunner& gemm = shared != nullptr ? *shared : *own;
   TestBuffer dxq = upload_codes(xq), dwq = upload_codes(wq), dxs = upload(xs, DType::kF32),
              dws = upload(ws, DType::kF32), dbias = upload(bias, out), dy = upload(y0, out),
              acc(static_cast<size_t>(s.m * s.n) * 4);
