@@ -44,18 +44,22 @@ inline std::vector<std::vector<int32_t>> fp8_prompts() {
 }
 
 // got (free-running) and forced (teacher-forced on want's tokens) may each be null (not compared). A prompt's forced
-// count stops after max_defects defects (each asks the ensemble for a verdict).
+// count stops after max_defects defects (each asks the ensemble for a verdict), and the comparison after
+// stop_after_failed prompts have failed (a free-running failure or a forced defect): a test that plants a defect
+// asks for a few failing prompts, and each verdict on one costs 256 twin runs or more.
 inline TwinComparison compare_with_twin(const std::string& label, const std::vector<std::vector<int32_t>>& prompts,
                                         const std::vector<GreedyRun>& want, const std::vector<GreedyRun>* got,
                                         const std::vector<GreedyRun>* forced, const TieEnsemble& ensemble,
-                                        size_t max_defects = SIZE_MAX) {
+                                        size_t max_defects = SIZE_MAX, size_t stop_after_failed = SIZE_MAX) {
   TwinComparison r;
+  size_t failed = 0;  // prompts with a free-running failure or a forced defect
   auto note = [&](const std::string& e) {
     if (e.empty()) return;
     std::printf("%s\n", e.c_str());
     if (r.first_error.empty()) r.first_error = e;
   };
-  for (size_t p = 0; p < prompts.size(); ++p) {
+  for (size_t p = 0; p < prompts.size() && failed < stop_after_failed; ++p) {
+    const size_t failures_before = r.free_failures, defects_before = r.defects;
     const std::string what = label + " prompt " + std::to_string(p);
     const auto ref = [&](size_t i) { return want[p].logits[i]; };
     auto opinion = [&](const std::vector<GreedyRun>& runs) {
@@ -78,6 +82,7 @@ inline TwinComparison compare_with_twin(const std::string& label, const std::vec
       r.defects += f.defects;
       note(f.error);
     }
+    failed += r.free_failures > failures_before || r.defects > defects_before ? 1 : 0;
   }
   if (got != nullptr)
     std::printf("%s: free-running, %zu of %zu tokens equal before any tie, %zu prompts' first difference not a tie\n",
