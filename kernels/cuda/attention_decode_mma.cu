@@ -127,10 +127,22 @@ struct Acc {
   float o[D / 8][4];
 };
 
-// One step over landed slots: S, the softmax update, O += P V.
+// Where step() reads the thread's Q fragments: its registers (load_q's qa), or the CTA's one copy in shared
+// memory, one 8-byte word per fragment and lane (every warp holds the same heads), which frees their 16 registers.
 template <int D>
-__device__ __forceinline__ void step(Acc<D>& st, const uint32_t (&qa)[D / 16][2], const uint4* ks, const uint2* vs,
-                                     unsigned ok, float scale_log2) {
+struct QInRegisters {
+  const uint32_t (&qa)[D / 16][2];
+  __device__ __forceinline__ uint2 operator()(int i) const { return make_uint2(qa[i][0], qa[i][1]); }
+};
+struct QInShared {
+  const uint2* lane_q;  // fragment i at lane_q[32 * i]
+  __device__ __forceinline__ uint2 operator()(int i) const { return lane_q[32 * i]; }
+};
+
+// One step over landed slots: S, the softmax update, O += P V.
+template <int D, typename Q>
+__device__ __forceinline__ void step(Acc<D>& st, const Q& q, const uint4* ks, const uint2* vs, unsigned ok,
+                                     float scale_log2) {
   using S = Slots<D>;
   float s[2][4];
 #pragma unroll
@@ -144,7 +156,8 @@ __device__ __forceinline__ void step(Acc<D>& st, const uint32_t (&qa)[D / 16][2]
       for (int k = 0; k < 4; ++k) {
         uint32_t lo, hi;
         e4m3x4_to_f16x2x2(w[k], lo, hi);
-        mma_f16(s[n], qa[4 * c + k][0], qa[4 * c + k][1], lo, hi);
+        const uint2 qf = q(4 * c + k);
+        mma_f16(s[n], qf.x, qf.y, lo, hi);
       }
     }
   }
@@ -217,11 +230,17 @@ __device__ __forceinline__ void merge(const Acc<D>& st, const PagedAttentionArgs
   }
 }
 
-// kMinBlocks: CTAs an SM must hold (the register cap). At head_dim 128 the kernel takes 154 registers, 3 CTAs an SM;
-// capped for 4 (128 registers) ptxas spills 80 bytes a thread, some inside the step loop. 3 a SM leave the last
-// wave of a batch-256 step 17% full (2,048 CTAs on 396 places: round 19's H100 read ~2.9 TB/s in the full waves and
-// 218.6 us in all, six waves' time for 5.2 of work); 4 make it 3.9 of 4. CONVEYOR_DECODE_MMA_4CTA=1 (read once)
-// takes the capped variant at head_dim 128, until a GPU run says which is faster.
+// kMinBlocks: CTAs an SM must hold (the register cap). At head_dim 128 the kernel takes 154 registers, 3 CTAs an SM.
+// 3 a SM leave the last wave of a batch-256 step 17% full (2,048 CTAs on 396 places: round 19's H100 read ~2.9 TB/s
+// in the full waves and 218.6 us in all, six waves' time for 5.2 of work); 4 make it 3.9 of 4. Capped for 4
+// (128 registers) with Q in registers, ptxas spilled 80 bytes a thread, some inside the step loop; the 4-CTA variant
+// keeps Q in shared memory instead (kQShared: 2 KB more a CTA, 16 registers fewer). CONVEYOR_DECODE_MMA_4CTA=1
+// (read once) takes it at head_dim 128, until a GPU run says which is faster.
+template <int D, int kMinBlocks>
+constexpr bool kQShared = D == 128 && kMinBlocks == 4;
+template <int D, int kMinBlocks>
+constexpr size_t kQBytes = kQShared<D, kMinBlocks> ? sizeof(uint2) * (D / 16) * 32 : 0;  // [fragment][lane]
+
 template <typename T, int D, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_mma_kernel(PagedAttentionArgs a) {
   cuda_detail::pdl_wait();               // pdl.cuh: this kernel reads the one before ...
@@ -232,22 +251,33 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_mma_kernel(PagedA
   const int heads = min(kHeads, (kvh + 1) * a.group - h0);
   const DecodeWork w = decode_work(a, tok, blockIdx.z);
   if (w.skip) return;  // uniform over the CTA
+  extern __shared__ uint4 smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   uint32_t qa[D / 16][2];
   load_q<T, D>(qa, a, tok, h0, heads);
+  uint2* q_s = reinterpret_cast<uint2*>(reinterpret_cast<char*>(smem) + S::kSmem);  // kQShared: after the slots
+  if constexpr (kQShared<D, kMinBlocks>) {
+    if (warp == 0)
+#pragma unroll
+      for (int i = 0; i < D / 16; ++i) q_s[32 * i + lane] = make_uint2(qa[i][0], qa[i][1]);
+    __syncthreads();
+  }
+  const auto q = [&] {
+    if constexpr (kQShared<D, kMinBlocks>) return QInShared{q_s + lane};
+    else return QInRegisters<D>{qa};
+  }();
   Acc<D> st;
   st.m = kNegInf;
   st.l = 0.f;
 #pragma unroll
   for (int n = 0; n < D / 8; ++n) st.o[n][0] = st.o[n][1] = st.o[n][2] = st.o[n][3] = 0.f;
 
-  extern __shared__ uint4 smem[];
   uint4* ks = smem + threadIdx.x;  // [stage][K piece][thread]
   uint2* vs = reinterpret_cast<uint2*>(smem + kStages * S::kK * kThreads) + threadIdx.x;  // [stage][V piece][thread]
   const int32_t* table = a.block_tables + static_cast<long long>(w.seq) * a.max_blocks;
   const auto* kc = static_cast<const uint8_t*>(a.k_cache) + static_cast<long long>(kvh) * D;
   const auto* vc = static_cast<const uint8_t*>(a.v_cache) + static_cast<long long>(kvh) * D;
   const long long token_bytes = static_cast<long long>(a.n_kv_heads) * D;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   // Warp `warp` takes steps warp, warp + kWarps, ...: its j-th starts at first + j * kWarps * kStep. The
   // trip count is uniform over the warp (the copies shuffle the looked-up slots).
   const int total = w.end > w.begin ? (w.end - w.begin + kStep - 1) / kStep : 0;
@@ -277,7 +307,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_mma_kernel(PagedA
     cp_async_commit();
     cp_async_wait<kStages - 1>();  // step j has landed (this thread's own copies)
     const int sj = j % kStages;
-    step<D>(st, qa, stage_k(sj), stage_v(sj), (visible >> (4 * sj)) & 0xfu, a.scale_log2);
+    step<D>(st, q, stage_k(sj), stage_v(sj), (visible >> (4 * sj)) & 0xfu, a.scale_log2);
   }
   cp_async_wait<0>();
   st.l += __shfl_xor_sync(0xffffffffu, st.l, 1);
@@ -295,13 +325,16 @@ void launch(const PagedAttentionArgs& a, cudaStream_t s) {
   if constexpr (D == 128) {
     if (four) {
       auto* kernel = decode_mma_kernel<T, D, 4>;
-      static const bool carved = [&] {  // room for 4 x 48 KB of slots: as much shared memory as the SM has
+      constexpr size_t bytes = smem + kQBytes<D, 4>;  // 4 x 50 KB: as much shared memory as the SM has
+      static const bool carved = [&] {
         CONVEYOR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                  cudaSharedmemCarveoutMaxShared));
+        CONVEYOR_CUDA_CHECK(
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
         return true;
       }();
       (void)carved;
-      launch_maybe_pdl(kernel, grid, dim3(kThreads), smem, s, a);
+      launch_maybe_pdl(kernel, grid, dim3(kThreads), bytes, s, a);
       CONVEYOR_CUDA_CHECK(cudaGetLastError());
       return;
     }
