@@ -38,6 +38,7 @@
 #include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/row_ops.cuh"
 #include "runtime/core/cuda_check.h"
+#include "runtime/core/env_switch.h"
 
 namespace conveyor {
 namespace {
@@ -216,12 +217,15 @@ struct WarpTile {
   // are issued before the mmas of this one. (Within one chunk ptxas moves each load down to just
   // before its use, leaving ~1 load in flight; across loop iterations it cannot.) Then the one
   // partial chunk at the end of k, if any, by the warp whose turn it is.
-  __device__ __forceinline__ void run(int warp, int warps, int packs) {
+  // kIssued: the loads of the warp's first whole chunk are in a already (issue_first; the pipelined kernel issues
+  // them for the next tile before the barriers of this one's sums).
+  template <bool kIssued = false>
+  __device__ __forceinline__ void run(int warp, int warps, int packs, Loads& a) {
     const int full = packs / kChunkPacks;
-    Loads a, b;
+    Loads b;
     int c = warp;
     if (c < full) {
-      load<false>(a, c, packs);
+      if constexpr (!kIssued) load<false>(a, c, packs);
       while (true) {
         const int c1 = c + warps;
         if (c1 < full) load<false>(b, c1, packs);
@@ -239,9 +243,12 @@ struct WarpTile {
       compute<true>(a, full, packs);
     }
   }
+  __device__ __forceinline__ void issue_first(Loads& a, int warp, int packs) const {
+    if (warp < packs / kChunkPacks) load<false>(a, warp, packs);
+  }
 };
 
-template <typename T, bool kHighTokens, int kTiles, Prologue kPro = Prologue::kNone>
+template <typename T, bool kHighTokens, int kTiles, Prologue kPro = Prologue::kNone, bool kPipelined = false>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     gemv_kernel(Epilogue ep, const typename Elem<T>::Storage* x, const typename Elem<T>::Storage* w, int m, int n,
                 int packs, PrologueArgs pa, int cfg_packs, int cfg_threads) {
@@ -275,8 +282,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   }
   // One block tile (kCols rows of w) per block; fused, a grid of at most two blocks per SM takes them in turn,
   // so each block makes x once (a loop the plain kernel does without: it costs it registers).
-  auto block_tile = [&](int64_t col0) {
-    Tile tile;
+  auto start_tile = [&](Tile& tile, int64_t col0) {
     tile.q = lane & 3;
 #pragma unroll
     for (int t = 0; t < kTiles; ++t) {
@@ -285,14 +291,17 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     }
     tile.x_lo = xp + (g < m ? g : 0) * k;
     tile.x_hi = xp + (kHighTokens && g + 8 < m ? g + 8 : 0) * k;
-    tile.run(warp, warps, packs);
+  };
+  auto write_partial = [&](const Tile& tile) {
 #pragma unroll
     for (int t = 0; t < kTiles; ++t) {
       const float(&a)[4] = tile.acc[0][t];
       const float(&b)[4] = tile.acc[1][t];
       partial[warp][t][lane] = make_float4(a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]);
     }
-    __syncthreads();
+  };
+  // The block's sums of the tile at col0 into y, once every warp's partial is written and synchronized.
+  auto write_block = [&](int64_t col0) {
     // Element e = (token, column) of the block's 16 x kCols output; consecutive threads write
     // consecutive columns of one token row.
     for (int e = threadIdx.x; e < 16 * kCols; e += blockDim.x) {
@@ -312,7 +321,38 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       store_from_f32(ep.y, ep.out, idx, ep.accumulate ? load_as_f32(ep.y, ep.out, idx) + sum : sum);
     }
   };
-  if constexpr (kFused) {
+  auto block_tile = [&](int64_t col0) {
+    Tile tile;
+    start_tile(tile, col0);
+    typename Tile::Loads a;
+    tile.run(warp, warps, packs, a);
+    write_partial(tile);
+    __syncthreads();
+    write_block(col0);
+  };
+  if constexpr (kFused && kPipelined) {
+    // The next tile's first chunk is in flight while this one's partials are summed and written: each warp issues
+    // its loads before the barriers, so the block's share of the DRAM queue does not drain between its tiles.
+    typename Tile::Loads first;
+    Tile tile;
+    int64_t col0 = int64_t{blockIdx.x} * kCols;
+    start_tile(tile, col0);
+    tile.issue_first(first, warp, packs);
+    while (col0 < n) {
+      tile.template run<true>(warp, warps, packs, first);
+      write_partial(tile);
+      const int64_t next = col0 + int64_t{gridDim.x} * kCols;
+      if (next < n) {
+        tile = Tile{};
+        start_tile(tile, next);
+        tile.issue_first(first, warp, packs);
+      }
+      __syncthreads();
+      write_block(col0);
+      __syncthreads();  // partial is written again
+      col0 = next;
+    }
+  } else if constexpr (kFused) {
     for (int64_t col0 = int64_t{blockIdx.x} * kCols; col0 < n; col0 += int64_t{gridDim.x} * kCols) {
       block_tile(col0);
       __syncthreads();  // partial is written again
@@ -346,6 +386,12 @@ void launch(const Epilogue& e, const void* x, const void* w, int m, int n, int p
     if (forced == kMaxWarps / 2 || forced == kMaxWarps) warps = std::min<int64_t>(forced, chunks);
   }
   auto* kernel = gemv_kernel<T, kHighTokens, kTiles, kPro>;
+  if constexpr (kPro != Prologue::kNone) {
+    // An experiment's knob (round 21): CONVEYOR_GEMV_PIPELINE=1 (read once) takes the fused kernels' variant that
+    // issues the next tile's first chunk before the barriers of this one's sums (gemv_kernel, kPipelined).
+    static const bool pipelined = env_switch_opt_in("CONVEYOR_GEMV_PIPELINE");
+    if (pipelined) kernel = gemv_kernel<T, kHighTokens, kTiles, kPro, true>;
+  }
   size_t smem = 0;
   cuda_detail::RowPackConfig cfg{1, 32};
   if constexpr (kPro != Prologue::kNone) {
@@ -353,8 +399,9 @@ void launch(const Epilogue& e, const void* x, const void* w, int m, int n, int p
     if (kPro == Prologue::kRmsNorm) cfg = cuda_detail::row_pack_config(packs);  // as rms_norm_cuda spreads a row
     static bool sized = false;  // per instantiation: the most shared memory any fused x may take
     if (!sized) {
-      CONVEYOR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(kGemvFusedMaxBytes)));
+      for (auto* kv : {gemv_kernel<T, kHighTokens, kTiles, kPro>, gemv_kernel<T, kHighTokens, kTiles, kPro, true>})
+        CONVEYOR_CUDA_CHECK(cudaFuncSetAttribute(kv, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(kGemvFusedMaxBytes)));
       sized = true;
     }
   }
