@@ -246,7 +246,55 @@ struct WarpTile {
   __device__ __forceinline__ void issue_first(Loads& a, int warp, int packs) const {
     if (warp < packs / kChunkPacks) load<false>(a, warp, packs);
   }
+
+  // Points the lane at the block tile whose first row of w is col0 (rows k elements long; x: the m token rows).
+  __device__ __forceinline__ void start(const S* w, const XS* x, int64_t col0, int m, int n, int64_t k, int lane) {
+    const int g = lane >> 2;
+    q = lane & 3;
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t) {
+      const int64_t r = col0 + t * kTileRows + g;
+      w_row[t] = w + (r < n ? r : n - 1) * k;
+    }
+    x_lo = x + (g < m ? g : 0) * k;
+    x_hi = x + (kHighTokens && g + 8 < m ? g + 8 : 0) * k;
+  }
+
+  // The warp's sums into the block's partial[warp] (both accumulator sets added).
+  __device__ __forceinline__ void store_partial(float4 (&partial)[kMaxWarps][kTiles][32], int warp, int lane) const {
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t) {
+      const float(&a)[4] = acc[0][t];
+      const float(&b)[4] = acc[1][t];
+      partial[warp][t][lane] = make_float4(a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]);
+    }
+  }
 };
+
+// The block's sums of the tile whose first row of w is col0 into y, once every warp's partial is written and
+// synchronized: element e = (token, column) of the block's 16 x kCols output; consecutive threads write
+// consecutive columns of one token row.
+template <int kTiles>
+__device__ __forceinline__ void write_block(const Epilogue& ep, const float4 (&partial)[kMaxWarps][kTiles][32],
+                                            int64_t col0, int m, int n, int warps) {
+  constexpr int kCols = kTileRows * kTiles;
+  for (int e = threadIdx.x; e < 16 * kCols; e += blockDim.x) {
+    const int tok = e / kCols;
+    const int col = e % kCols;
+    const int64_t j = col0 + col;
+    if (tok >= m || j >= n) continue;
+    const int t = col / kTileRows;
+    const int c = col % kTileRows;
+    const int src = (tok & 7) * 4 + c / 2;
+    const int comp = (tok >= 8 ? 2 : 0) + (c & 1);
+    float sum = 0.f;
+    for (int wi = 0; wi < warps; ++wi) sum += reinterpret_cast<const float*>(&partial[wi][t][src])[comp];
+    if (ep.a_scale != nullptr) sum = sum * ep.a_scale[tok] * ep.b_scale[j];  // the order of the FP8 twin
+    if (ep.bias != nullptr) sum += load_as_f32(ep.bias, ep.bias_dt, j);
+    const int64_t idx = static_cast<int64_t>(tok) * n + j;
+    store_from_f32(ep.y, ep.out, idx, ep.accumulate ? load_as_f32(ep.y, ep.out, idx) + sum : sum);
+  }
+}
 
 template <typename T, bool kHighTokens, int kTiles, Prologue kPro = Prologue::kNone, bool kPipelined = false>
 __global__ void __launch_bounds__(kMaxWarps * 32)
@@ -261,7 +309,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int warps = blockDim.x >> 5;
-  const int g = lane >> 2;
   const int64_t k = static_cast<int64_t>(packs) * Elem<T>::kPack;
   // x (and y, the epilogue's) come from the kernel before (pdl.cuh). A prefetch of the first weights into
   // L2 ahead of this wait cost 4-16 bytes of spills a thread at 128 registers as loads; as prefetch.global.L2
@@ -282,53 +329,14 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   }
   // One block tile (kCols rows of w) per block; fused, a grid of at most two blocks per SM takes them in turn,
   // so each block makes x once (a loop the plain kernel does without: it costs it registers).
-  auto start_tile = [&](Tile& tile, int64_t col0) {
-    tile.q = lane & 3;
-#pragma unroll
-    for (int t = 0; t < kTiles; ++t) {
-      const int64_t r = col0 + t * kTileRows + g;
-      tile.w_row[t] = w + (r < n ? r : n - 1) * k;
-    }
-    tile.x_lo = xp + (g < m ? g : 0) * k;
-    tile.x_hi = xp + (kHighTokens && g + 8 < m ? g + 8 : 0) * k;
-  };
-  auto write_partial = [&](const Tile& tile) {
-#pragma unroll
-    for (int t = 0; t < kTiles; ++t) {
-      const float(&a)[4] = tile.acc[0][t];
-      const float(&b)[4] = tile.acc[1][t];
-      partial[warp][t][lane] = make_float4(a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]);
-    }
-  };
-  // The block's sums of the tile at col0 into y, once every warp's partial is written and synchronized.
-  auto write_block = [&](int64_t col0) {
-    // Element e = (token, column) of the block's 16 x kCols output; consecutive threads write
-    // consecutive columns of one token row.
-    for (int e = threadIdx.x; e < 16 * kCols; e += blockDim.x) {
-      const int tok = e / kCols;
-      const int col = e % kCols;
-      const int64_t j = col0 + col;
-      if (tok >= m || j >= n) continue;
-      const int t = col / kTileRows;
-      const int c = col % kTileRows;
-      const int src = (tok & 7) * 4 + c / 2;
-      const int comp = (tok >= 8 ? 2 : 0) + (c & 1);
-      float sum = 0.f;
-      for (int wi = 0; wi < warps; ++wi) sum += reinterpret_cast<const float*>(&partial[wi][t][src])[comp];
-      if (ep.a_scale != nullptr) sum = sum * ep.a_scale[tok] * ep.b_scale[j];  // the order of the FP8 twin
-      if (ep.bias != nullptr) sum += load_as_f32(ep.bias, ep.bias_dt, j);
-      const int64_t idx = static_cast<int64_t>(tok) * n + j;
-      store_from_f32(ep.y, ep.out, idx, ep.accumulate ? load_as_f32(ep.y, ep.out, idx) + sum : sum);
-    }
-  };
   auto block_tile = [&](int64_t col0) {
     Tile tile;
-    start_tile(tile, col0);
+    tile.start(w, xp, col0, m, n, k, lane);
     typename Tile::Loads a;
     tile.run(warp, warps, packs, a);
-    write_partial(tile);
+    tile.store_partial(partial, warp, lane);
     __syncthreads();
-    write_block(col0);
+    write_block<kTiles>(ep, partial, col0, m, n, warps);
   };
   if constexpr (kFused && kPipelined) {
     // The next tile's first chunk is in flight while this one's partials are summed and written: each warp issues
@@ -336,19 +344,19 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     typename Tile::Loads first;
     Tile tile;
     int64_t col0 = int64_t{blockIdx.x} * kCols;
-    start_tile(tile, col0);
+    tile.start(w, xp, col0, m, n, k, lane);
     tile.issue_first(first, warp, packs);
     while (col0 < n) {
       tile.template run<true>(warp, warps, packs, first);
-      write_partial(tile);
+      tile.store_partial(partial, warp, lane);
       const int64_t next = col0 + int64_t{gridDim.x} * kCols;
       if (next < n) {
         tile = Tile{};
-        start_tile(tile, next);
+        tile.start(w, xp, next, m, n, k, lane);
         tile.issue_first(first, warp, packs);
       }
       __syncthreads();
-      write_block(col0);
+      write_block<kTiles>(ep, partial, col0, m, n, warps);
       __syncthreads();  // partial is written again
       col0 = next;
     }
