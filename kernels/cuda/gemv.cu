@@ -38,7 +38,6 @@
 #include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/row_ops.cuh"
 #include "runtime/core/cuda_check.h"
-#include "runtime/core/env_switch.h"
 
 namespace conveyor {
 namespace {
@@ -296,7 +295,7 @@ __device__ __forceinline__ void write_block(const Epilogue& ep, const float4 (&p
   }
 }
 
-template <typename T, bool kHighTokens, int kTiles, Prologue kPro = Prologue::kNone, bool kPipelined = false>
+template <typename T, bool kHighTokens, int kTiles, Prologue kPro = Prologue::kNone>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     gemv_kernel(Epilogue ep, const typename Elem<T>::Storage* x, const typename Elem<T>::Storage* w, int m, int n,
                 int packs, PrologueArgs pa, int cfg_packs, int cfg_threads) {
@@ -329,18 +328,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   }
   // One block tile (kCols rows of w) per block; fused, a grid of at most two blocks per SM takes them in turn,
   // so each block makes x once (a loop the plain kernel does without: it costs it registers).
-  auto block_tile = [&](int64_t col0) {
-    Tile tile;
-    tile.start(w, xp, col0, m, n, k, lane);
-    typename Tile::Loads a;
-    tile.run(warp, warps, packs, a);
-    tile.store_partial(partial, warp, lane);
-    __syncthreads();
-    write_block<kTiles>(ep, partial, col0, m, n, warps);
-  };
-  if constexpr (kFused && kPipelined) {
+  if constexpr (kFused) {
     // The next tile's first chunk is in flight while this one's partials are summed and written: each warp issues
-    // its loads before the barriers, so the block's share of the DRAM queue does not drain between its tiles.
+    // its loads before the barriers, so the block's share of the DRAM queue does not drain between its tiles
+    // (round 21, H100: batch 1 FP8 0.5287 -> 0.5146 s, bf16 0.7306 -> 0.7311 s).
     typename Tile::Loads first;
     Tile tile;
     int64_t col0 = int64_t{blockIdx.x} * kCols;
@@ -360,13 +351,15 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       __syncthreads();  // partial is written again
       col0 = next;
     }
-  } else if constexpr (kFused) {
-    for (int64_t col0 = int64_t{blockIdx.x} * kCols; col0 < n; col0 += int64_t{gridDim.x} * kCols) {
-      block_tile(col0);
-      __syncthreads();  // partial is written again
-    }
   } else {
-    block_tile(int64_t{blockIdx.x} * kCols);
+    const int64_t col0 = int64_t{blockIdx.x} * kCols;
+    Tile tile;
+    tile.start(w, xp, col0, m, n, k, lane);
+    typename Tile::Loads a;
+    tile.run(warp, warps, packs, a);
+    tile.store_partial(partial, warp, lane);
+    __syncthreads();
+    write_block<kTiles>(ep, partial, col0, m, n, warps);
   }
 }
 
@@ -394,12 +387,6 @@ void launch(const Epilogue& e, const void* x, const void* w, int m, int n, int p
     if (forced == kMaxWarps / 2 || forced == kMaxWarps) warps = std::min<int64_t>(forced, chunks);
   }
   auto* kernel = gemv_kernel<T, kHighTokens, kTiles, kPro>;
-  if constexpr (kPro != Prologue::kNone) {
-    // An experiment's knob (round 21): CONVEYOR_GEMV_PIPELINE=1 (read once) takes the fused kernels' variant that
-    // issues the next tile's first chunk before the barriers of this one's sums (gemv_kernel, kPipelined).
-    static const bool pipelined = env_switch_opt_in("CONVEYOR_GEMV_PIPELINE");
-    if (pipelined) kernel = gemv_kernel<T, kHighTokens, kTiles, kPro, true>;
-  }
   size_t smem = 0;
   cuda_detail::RowPackConfig cfg{1, 32};
   if constexpr (kPro != Prologue::kNone) {
@@ -407,9 +394,8 @@ void launch(const Epilogue& e, const void* x, const void* w, int m, int n, int p
     if (kPro == Prologue::kRmsNorm) cfg = cuda_detail::row_pack_config(packs);  // as rms_norm_cuda spreads a row
     static bool sized = false;  // per instantiation: the most shared memory any fused x may take
     if (!sized) {
-      for (auto* kv : {gemv_kernel<T, kHighTokens, kTiles, kPro>, gemv_kernel<T, kHighTokens, kTiles, kPro, true>})
-        CONVEYOR_CUDA_CHECK(cudaFuncSetAttribute(kv, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 static_cast<int>(kGemvFusedMaxBytes)));
+      CONVEYOR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(kGemvFusedMaxBytes)));
       sized = true;
     }
   }
@@ -430,18 +416,11 @@ void dispatch(const Epilogue& e, const void* x, const void* w, int m, int n, int
   constexpr bool kFp8 = std::is_same_v<T, Fp8Codes> || std::is_same_v<T, Fp8Half>;
   const bool two_tiles =
       (m > 8 || kFp8) && (static_cast<int64_t>(n) + 2 * kTileRows - 1) / (2 * kTileRows) >= sm_count;
-  if constexpr (kPro == Prologue::kFp8Half) {  // m <= 8
-    // An experiment's knob (round 20): CONVEYOR_FP8_GEMV_TILES=1|2 forces the row tiles. The grid holds at most two
-    // blocks an SM, so q|k|v (n = 6,144: 384 two-tile blocks on 264) runs a second round 45% full; one tile (768 on
-    // 264) balances but gives each warp one chunk of k without a second to overlap (round 10).
-    static const int forced = [] {
-      const char* v = std::getenv("CONVEYOR_FP8_GEMV_TILES");
-      return v == nullptr ? 0 : std::atoi(v);
-    }();
-    if (forced == 2 || (forced != 1 && two_tiles))
-      return launch<T, false, 2, kPro>(e, x, w, m, n, packs, sm_count, stream, pa);
-    return launch<T, false, 1, kPro>(e, x, w, m, n, packs, sm_count, stream, pa);
-  } else if constexpr (kPro != Prologue::kNone) {
+  if constexpr (kPro != Prologue::kNone) {
+    // Fused, one row tile: a grid of at most two blocks an SM takes the tiles in turn, so with two q|k|v
+    // (n = 6,144: 384 two-tile blocks on 264) ran a second round 45% full. The Fp8Half kernel's warps then meet one
+    // chunk of k each at k = 4096, but the next tile's first chunk is already in flight (the fused loop above):
+    // round 21 on an H100 timed batch 1 FP8 at 0.5272 -> 0.5195 s with one tile, 0.5148 -> 0.4999 s pipelined.
     return launch<T, false, 1, kPro>(e, x, w, m, n, packs, sm_count, stream, pa);  // m <= kGemvFusedMaxRows
   } else if (m <= 8) {
     if constexpr (kFp8) {
