@@ -331,7 +331,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   if constexpr (kFused) {
     // The next tile's first chunk is in flight while this one's partials are summed and written: each warp issues
     // its loads before the barriers, so the block's share of the DRAM queue does not drain between its tiles
-    // (round 21, H100: batch 1 FP8 0.5287 -> 0.5146 s, bf16 0.7306 -> 0.7311 s).
+    // (round 21, H100: batch 1 FP8 0.5287 -> 0.5146 s; the bf16 fused gemv, off by default, was not timed).
     typename Tile::Loads first;
     Tile tile;
     int64_t col0 = int64_t{blockIdx.x} * kCols;
