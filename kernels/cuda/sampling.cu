@@ -1,9 +1,10 @@
 // CUDA twin of runtime/sampling/sampler.cpp's pipeline (see sampling.h). Kernels, in stream order:
-//   prepare  (grid-stride, all rows): work = logits / T, NaN/+inf detection
+//   prepare  (grid-stride, all rows but direct ones): work = logits / T, NaN/+inf detection
 //   penalty  (one thread per touched (row, token)): penalties and the min_tokens mask from the raw logit
 //   keys     (rows with top-k/top-p): order-preserving uint32 keys, then CUB's stable segmented sort,
 //            descending, so equal logits keep ascending ids: the CPU's (logit desc, id asc) order
-//   select   (one block per row): greedy argmax, or top-k/top-p/min-p + Gumbel-max; raw logprobs
+//   select   (one block per row): greedy argmax, or top-k/top-p/min-p + Gumbel-max; raw logprobs. A direct row
+//            (greedy, no penalty) takes its argmax and the NaN/+inf check from the logits in one pass
 // Float operations that nvcc could contract into FMAs are spelled with _rn intrinsics, because the
 // CPU build does not contract and a fused rounding would move a logit by one ulp.
 #include "kernels/cuda/sampling.h"
@@ -19,6 +20,7 @@
 
 #include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
+#include "runtime/core/env_switch.h"
 #include "runtime/core/error.h"
 
 namespace conveyor {
@@ -121,10 +123,12 @@ __device__ int64_t block_count(int64_t v, Shared& s) {
 }
 
 // --- elementwise kernels -----------------------------------------------------------------------------
-// grid (chunks, rows). work = logits (greedy) or logits / T; bad_token[row] = lowest non-finite id.
-__global__ void prepare_kernel(const float* logits, float* work, const SamplingRowParams* params, int64_t vocab,
-                               int* bad_token) {
+// grid (chunks, rows). work = logits (greedy) or logits / T; bad_token[row] = lowest non-finite id. Direct rows
+// (greedy, no penalty: CudaSampler::mark_direct) are skipped: select_kernel reads their logits and checks them.
+__global__ void prepare_kernel(const float* logits, float* work, const SamplingRowParams* params, const int* direct,
+                               int64_t vocab, int* bad_token) {
   const int64_t row = blockIdx.y;
+  if (direct[row]) return;
   const SamplingRowParams p = params[row];
   const bool greedy = is_greedy(p);
   const float* in = logits + row * vocab;
@@ -179,10 +183,25 @@ __global__ void noise_kernel(const uint64_t* seed, const uint64_t* step, const u
 }
 
 // --- per-row selection (one block per row) -------------------------------------------------------
-__device__ int32_t greedy_token(const float* w, int64_t vocab, Shared& s) {
+// The row's argmax in (score desc, id asc) order, so the traversal does not matter; 16-byte loads where the row
+// allows. bad: for a direct row (its logits, which prepare_kernel skipped), where the lowest NaN / +inf id goes.
+__device__ int32_t greedy_token(const float* w, int64_t vocab, Shared& s, int* bad) {
   Best b = none();
-  for (int64_t i = threadIdx.x; i < vocab; i += kSelectThreads) {
-    if (w[i] != kNegInf) b = better(b, Best{w[i], static_cast<int32_t>(i)});
+  auto take = [&](float x, int64_t i) {
+    if (bad != nullptr && (isnan(x) || x == -kNegInf)) atomicMin(bad, static_cast<int>(i));
+    if (x != kNegInf) b = better(b, Best{x, static_cast<int32_t>(i)});
+  };
+  if (vocab % 4 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0) {
+    const auto* w4 = reinterpret_cast<const float4*>(w);
+    for (int64_t i = threadIdx.x; i < vocab / 4; i += kSelectThreads) {
+      const float4 v = w4[i];
+      take(v.x, 4 * i);
+      take(v.y, 4 * i + 1);
+      take(v.z, 4 * i + 2);
+      take(v.w, 4 * i + 3);
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < vocab; i += kSelectThreads) take(w[i], i);
   }
   return block_best(b, s).id;
 }
@@ -290,13 +309,16 @@ __device__ void fill_logprobs(const float* x, int64_t vocab, int32_t token, int 
 
 __global__ void __launch_bounds__(kSelectThreads)
     select_kernel(const float* logits, const float* work, const uint32_t* keys, const int32_t* ids,
-                  const SamplingRowParams* params, int64_t vocab, SampledToken* out) {
+                  const SamplingRowParams* params, const int* direct, int64_t vocab, SampledToken* out,
+                  int* bad_token) {
   __shared__ Shared s;
   const int64_t row = blockIdx.x;
   const SamplingRowParams p = params[row];
   int32_t token;
-  if (is_greedy(p)) {
-    token = greedy_token(work + row * vocab, vocab, s);
+  if (direct[row]) {
+    token = greedy_token(logits + row * vocab, vocab, s, bad_token + row);
+  } else if (is_greedy(p)) {
+    token = greedy_token(work + row * vocab, vocab, s, nullptr);
   } else if (needs_sort(p, vocab)) {
     token = sample_sorted(keys + row * vocab, ids + row * vocab, vocab, p, s);
   } else {
@@ -364,6 +386,7 @@ struct CudaSampler::Layout {
     s.seg_end_ = c.take<int>(rows, "CudaSampler");
     s.d_params_ = c.take<SamplingRowParams>(rows, "CudaSampler");
     s.d_bad_token_ = c.take<int>(rows, "CudaSampler");
+    s.d_direct_ = c.take<int>(rows, "CudaSampler");
     s.d_penalties_ = c.take<Penalty>(static_cast<size_t>(kPenaltyChunk), "CudaSampler");
     s.d_out_ = c.take<SampledToken>(rows, "CudaSampler");
   }
@@ -394,6 +417,7 @@ CudaSampler::CudaSampler(int64_t vocab, int max_rows, std::vector<int32_t> eos_i
   CONVEYOR_CUDA_CHECK(cudaMallocHost(&h_bad_token_, max_rows * sizeof(int)));
   h_seg_begin_.resize(max_rows);
   h_seg_end_.resize(max_rows);
+  h_direct_.resize(max_rows);
 }
 
 CudaSampler::~CudaSampler() {
@@ -438,6 +462,14 @@ std::pair<const uint32_t*, const int32_t*> CudaSampler::sort_rows(int rows, cons
       sort_temp_, have, keys, ids, n, rows, static_cast<const int*>(seg_begin_), static_cast<const int*>(seg_end_), 0,
       32, stream));
   return {keys.Current(), ids.Current()};
+}
+
+void CudaSampler::mark_direct(int rows, const std::vector<SamplingRowParams>& params,
+                              const std::vector<Penalty>& entries, cudaStream_t stream) {
+  static const bool on = env_switch_on("CONVEYOR_GREEDY_DIRECT");
+  for (int r = 0; r < rows; ++r) h_direct_[r] = on && is_greedy(params[r]) ? 1 : 0;
+  for (const Penalty& e : entries) h_direct_[e.row] = 0;
+  CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(d_direct_, h_direct_.data(), rows * sizeof(int), cudaMemcpyHostToDevice, stream));
 }
 
 void CudaSampler::apply_penalties(const float* logits, const std::vector<Penalty>& entries, cudaStream_t stream) {
@@ -528,13 +560,14 @@ std::vector<SampledToken> CudaSampler::sample(const float* logits, int rows, con
   CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(d_params_, params.data(), rows * sizeof(SamplingRowParams),
                                       cudaMemcpyHostToDevice, stream));
   CONVEYOR_CUDA_CHECK(cudaMemsetAsync(d_bad_token_, 0x7F, rows * sizeof(int), stream));  // 0x7F7F7F7F: none
-  prepare_kernel<<<dim3(elem_blocks(vocab_), rows), kElemThreads, 0, stream>>>(logits, work_, d_params_, vocab_,
-                                                                               d_bad_token_);
+  mark_direct(rows, params, entries, stream);
+  prepare_kernel<<<dim3(elem_blocks(vocab_), rows), kElemThreads, 0, stream>>>(logits, work_, d_params_, d_direct_,
+                                                                               vocab_, d_bad_token_);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
   apply_penalties(logits, entries, stream);
   const auto sorted = sort_rows(rows, params, stream);
-  select_kernel<<<rows, kSelectThreads, 0, stream>>>(logits, work_, sorted.first, sorted.second, d_params_, vocab_,
-                                                     d_out_);
+  select_kernel<<<rows, kSelectThreads, 0, stream>>>(logits, work_, sorted.first, sorted.second, d_params_,
+                                                     d_direct_, vocab_, d_out_, d_bad_token_);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
   CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(h_out_, d_out_, rows * sizeof(SampledToken), cudaMemcpyDeviceToHost, stream));
   CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(h_bad_token_, d_bad_token_, rows * sizeof(int), cudaMemcpyDeviceToHost, stream));

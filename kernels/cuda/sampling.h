@@ -101,6 +101,10 @@ class CudaSampler {
                                        const std::vector<int64_t>& hist_offsets, const std::vector<int32_t>& hist_ids,
                                        const std::vector<int32_t>& num_output, const std::vector<int64_t>& mask_offsets,
                                        const std::vector<int32_t>& mask_ids) const;
+  // Marks (and uploads) the direct rows: greedy with no penalty entry, so the logits are their scores as they are
+  // (prepare_kernel skips them; select_kernel reads the logits). CONVEYOR_GREEDY_DIRECT=0: none (the A/B switch).
+  void mark_direct(int rows, const std::vector<SamplingRowParams>& params, const std::vector<Penalty>& entries,
+                   cudaStream_t stream);
   // Enqueues the penalty kernel over `entries`, a chunk of the workspace's capacity at a time.
   void apply_penalties(const float* logits, const std::vector<Penalty>& entries, cudaStream_t stream);
   // Enqueues the per-row sort of the rows that use top-k or top-p; returns {keys, ids} sorted
@@ -121,6 +125,8 @@ class CudaSampler {
   std::vector<int> h_seg_begin_, h_seg_end_;
   SamplingRowParams* d_params_ = nullptr;  // [max_rows]
   int* d_bad_token_ = nullptr;        // [max_rows] lowest id of a NaN/+inf logit, or INT_MAX
+  int* d_direct_ = nullptr;           // [max_rows] 1 where the row is direct (mark_direct)
+  std::vector<int> h_direct_;
   Penalty* d_penalties_ = nullptr;    // [kPenaltyChunk]: entries are independent, so chunks are exact
   SampledToken* d_out_ = nullptr;     // [max_rows]
   SampledToken* h_out_ = nullptr;     // [max_rows] pinned

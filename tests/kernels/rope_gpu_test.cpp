@@ -62,7 +62,7 @@ TEST_P(RopeGpu, MatchesReference) {
   EXPECT_EQ(compare_all(testing::download(kd, c.dt), k, tol, tol), "") << "k";
 }
 
-// Three sequences (a decode at 1000, a 23-token chunk after 40 cached, a 1-token prompt) on a shuffled
+// Three sequences (a decode at 1000, a `chunk`-token chunk after 40 cached, a 1-token prompt) on a shuffled
 // pool, random q, k, v and caches rounded to the dtype, and the reference result of rope + cache write.
 struct FusedCase {
   // 9 + 3 heads: a CTA's group of 4 straddles the last q head and the first KV heads (as SmolLM2's do).
@@ -72,8 +72,8 @@ struct FusedCase {
   std::vector<float> q, k, v, k_cache, v_cache;          // inputs
   std::vector<float> q_ref, k_cache_ref, v_cache_ref;    // expected
 
-  FusedCase(const RopeCase& c, const RopeTable& table) {
-    const std::vector<std::pair<int, int>> seqs = {{1000, 1}, {40, 23}, {0, 1}};
+  FusedCase(const RopeCase& c, const RopeTable& table, int chunk = 23) {
+    const std::vector<std::pair<int, int>> seqs = {{1000, 1}, {40, chunk}, {0, 1}};
     max_blocks = 1001 / block_size + 2;
     shape = PagedKvShape{3 * max_blocks, block_size, n_kv_heads, c.head_dim};
     std::vector<int32_t> ids(shape.num_blocks);
@@ -131,10 +131,10 @@ struct FusedCase {
   }
 };
 
-TEST_P(RopeGpu, FusedFromQkvProjection) {
-  const RopeCase c = GetParam();
+// The fused kernel against rope_ref + write_kv_cache_ref on FusedCase(c, table, chunk).
+void check_fused(const RopeCase& c, int chunk) {
   const RopeTable table = table_for(c.llama3, c.head_dim);
-  const FusedCase f(c, table);
+  const FusedCase f(c, table, chunk);
   const std::vector<float> qkv = f.qkv(c.head_dim);
   CudaBuffer qkvd = testing::upload(qkv, c.dt), qd = testing::upload(f.v_cache, c.dt);  // q_out: any garbage
   CudaBuffer kc = testing::upload(f.k_cache, c.dt), vc = testing::upload(f.v_cache, c.dt);
@@ -150,6 +150,12 @@ TEST_P(RopeGpu, FusedFromQkvProjection) {
   EXPECT_EQ(compare_all(testing::download(vc, c.dt), f.v_cache_ref, 0.f, 0.f), "") << "V cache";
   EXPECT_EQ(compare_all(testing::download(qkvd, c.dt), qkv, 0.f, 0.f), "") << "qkv input must stay untouched";
 }
+
+TEST_P(RopeGpu, FusedFromQkvProjection) { check_fused(GetParam(), 23); }
+
+// 725 tokens of 12 heads: more than 2,112 CTAs in groups of 4, so each CTA takes 6 heads (a group straddling
+// the last q heads and the KV heads); CONVEYOR_ROPE_GROUPS=0's rule would take all 12.
+TEST_P(RopeGpu, FusedLongChunkInWiderGroups) { check_fused(GetParam(), 700); }
 
 // Codes the fused kernel (fp32 rotation from dt inputs, sincosf) and the twin (rope_ref, then the e4m3
 // code of k / scale) give may sit on either side of a rounding boundary: at most one code apart, same

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -320,6 +321,36 @@ TEST(CudaSamplerGpu, NonFiniteLogitsThrow) {
     FAIL() << "a NaN logit was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("token 1234 of row 1"), std::string::npos) << e.what();
+  }
+}
+
+// Greedy rows without penalties are direct: select_kernel takes their argmax and the NaN / +inf check from the
+// logits in one pass (16-byte loads where vocab % 4 == 0, one at a time otherwise). Both spreads: the argmax with
+// a tie (the lower id wins, as on the CPU), then the lowest non-finite id of the row named in the error.
+TEST(CudaSamplerGpu, DirectGreedyRowsCheckTheirOwnLogits) {
+  for (int64_t vocab : {int64_t(3000), int64_t(3001)}) {
+    std::vector<float> logits = random_floats(vocab * 2, 7, -4.f, 4.f);
+    logits[vocab + 2999] = logits[vocab + 17] = 9.f;  // a tie at the top of row 1
+    logits[1500] = -std::numeric_limits<float>::infinity();
+    TypedBuffer<float> d(logits.size());
+    d.upload(logits);
+    OwnedSampler owned(vocab, 2, {0});
+    std::vector<SamplingRowParams> params(2);
+    for (SamplingRowParams& p : params) p.temperature = 0.f;
+    const auto got = owned.sampler.sample(d.ptr, 2, params, {0, 0, 0}, {}, {0, 0}, {0, 0, 0}, {}, nullptr);
+    const int64_t row0 = std::max_element(logits.begin(), logits.begin() + vocab) - logits.begin();
+    EXPECT_EQ(got[0].token, row0) << "vocab " << vocab;
+    EXPECT_EQ(got[1].token, 17) << "vocab " << vocab;
+    logits[vocab + 2000] = std::numeric_limits<float>::quiet_NaN();
+    logits[vocab + 1234] = std::numeric_limits<float>::infinity();
+    logits[vocab + 2500] = std::numeric_limits<float>::infinity();
+    d.upload(logits);
+    try {
+      owned.sampler.sample(d.ptr, 2, params, {0, 0, 0}, {}, {0, 0}, {0, 0, 0}, {}, nullptr);
+      ADD_FAILURE() << "non-finite logits were accepted (vocab " << vocab << ")";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("token 1234 of row 1"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -1,34 +1,45 @@
 #!/usr/bin/env bash
-# Round 22's call (any GPU; carry .gpu-deps; ~520 s in full, its parts in order of worth). Round 21 made the
-# pipelined fused gemv and the Fp8Half gemv's one row tile the rule (batch 1 FP8 0.5287 -> 0.4999 s on an H100);
-# two switches are left to decide, on a decode-heavy workload this time (round 21's 1024/128 was ~70% prefill):
-#   CONVEYOR_FP8_GEMM_TUNE=1   each FP8 GEMM's bucket of m times its cuBLASLt candidates (the fp32-out plans only:
-#                              the outer-vector-scaled one has a single algorithm on an H100);
-#   CONVEYOR_DECODE_MMA_4CTA=1 the FP8 decode attention at 4 CTAs an SM with Q in shared memory.
-# (1) The FP8 stage test under the new defaults (the rule changes are bit-identical sums, but it never ran with
-# them). (2) Batch 256 FP8 128 in / 512 out under each switch, 0 / 1 / 0 / 1. (3) Batch 1 bf16 with the fused gemv
-# (CONVEYOR_FUSED_GEMV, pipelined since round 21; 3-4% slower in round 15 before it), 0 / 1 / 0 / 1.
-# A switch that wins becomes the rule; one that does not is removed. Then call_r19b.sh.
+# Round 22's first call (any GPU; carry .gpu-deps; ~560 s in full, its parts in order of worth). Round 19's ncu of a
+# batch-256 FP8 step (H100) put ~1.3 ms of its 13.5 ms in small kernels; round 22 changes three of them, each behind
+# an A/B switch until measured:
+#   CONVEYOR_ROPE_GROUPS=0     the old rope + KV write grid (256 CTAs of all 40 heads at 256 tokens: 12.6 us for
+#                              ~6 MB); default now: the fewest heads a CTA that keep ~16 CTAs an SM (5 at 256 tokens);
+#   CONVEYOR_GREEDY_DIRECT=0   the old greedy sampler (prepare_kernel copies all logits, 109 us a step, then select
+#                              reads the copy); default now: greedy rows without penalties take their argmax and the
+#                              NaN / +inf check from the logits in one pass;
+#   CONVEYOR_WIDE_MAX_ROWS=N   rows up to which the SwiGLU quantizer takes the wide spread (32 today; 15.6 us for
+#                              18.4 MB at batch 256): timed alone by fp8_quant_bench at 32 and 512.
+# (1) The GPU tests of the three kernels and the FP8 stage test. (2) fp8_quant_bench at 32 / 512. (3) Batch 256 FP8,
+# 128 in / 512 out (decode-heavy), all three old / new / old / new (new takes 512 where the bench says it wins).
+# (4) CONVEYOR_DECODE_MMA_4CTA 0 / 1 / 0 / 1 on the same workload. Then call_r22b.sh.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
-call_begin r22 conveyor stages_cuda_fp8_gpu_test stages_tie_ensemble_test || exit 1
+call_begin r22 conveyor stages_cuda_fp8_gpu_test kernels_rope_gpu_test kernels_sampling_gpu_test \
+  kernels_fp8_gpu_test kernels_fp8_fused_input_gpu_test fp8_quant_bench || exit 1
+run_tests kernels_rope_gpu_test kernels_sampling_gpu_test kernels_fp8_gpu_test kernels_fp8_fused_input_gpu_test
 CONVEYOR_TEST_FP8_GEMV=auto CONVEYOR_REQUIRE_GPU=1 timeout 200 build/tests/stages_cuda_fp8_gpu_test \
   > "$r/stages_cuda_fp8_gpu_test.log" 2>&1
 save "fp8 stage test rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$r/stages_cuda_fp8_gpu_test.log" | tr '\n' ' ')"
+for n in 32 512; do
+  CONVEYOR_WIDE_MAX_ROWS=$n timeout 60 build/benchmarks/fp8_quant_bench --json "$r/fp8_quant_bench.wide$n.json" \
+    > "$r/fp8_quant_bench.wide$n.txt" 2>&1
+  save "fp8_quant_bench wide $n rc=$? $(grep 'silu_mul_quantize hot.*rows=256 ' "$r/fp8_quant_bench.wide$n.txt" |
+    grep -oE '"time_us": [0-9.]+')"
+done
+us() { grep "silu_mul_quantize hot.*rows=256 " "$r/fp8_quant_bench.wide$1.txt" | grep -oE '"time_us": [0-9.]+' |
+  grep -oE '[0-9.]+$' || echo 1e9; }
+wide=32; python3 -c "import sys; sys.exit(0 if $(us 512) < $(us 32) else 1)" && wide=512
+save "wide rows for the new set: $wide"
 m=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16 --quantization fp8
   --kv-cache-dtype fp8)
-b256_ab() {  # `b256_ab VAR`: batch 256 FP8, 128 in / 512 out, VAR = 0 / 1 / 0 / 1
-  local i=0 v
-  for v in 0 1 0 1; do
-    i=$((i + 1))
-    [ "$(left)" -lt 60 ] && { save "no time left for b256 $1=$v"; continue; }
-    env "$1=$v" timeout 100 build/conveyor bench latency "${m[@]}" --input-len 128 --output-len 512 \
-      --batch-size 256 --num-iters-warmup 1 --num-iters 3 --set logging.level=debug \
-      --output-json "$r/latency_b256.$1.$v.$i.json" > "$r/b256.$1.$v.$i.txt" 2>&1
-    save "b256 fp8 $1=$v rc=$? $(grep -iE 'Avg latency' "$r/b256.$1.$v.$i.txt")"
-  done
+b256() {  # `b256 TAG I VAR=VALUE...`: batch 256 FP8, 128 in / 512 out, under the given environment
+  local tag=$1 i=$2; shift 2
+  [ "$(left)" -lt 60 ] && { save "no time left for b256 $tag $i"; return; }
+  env "$@" timeout 100 build/conveyor bench latency "${m[@]}" --input-len 128 --output-len 512 --batch-size 256 \
+    --num-iters-warmup 1 --num-iters 3 --output-json "$r/latency_b256.$tag.$i.json" > "$r/b256.$tag.$i.txt" 2>&1
+  save "b256 fp8 $tag $i ($*) rc=$? $(grep -iE 'Avg latency' "$r/b256.$tag.$i.txt")"
 }
-b256_ab CONVEYOR_DECODE_MMA_4CTA
-b256_ab CONVEYOR_FP8_GEMM_TUNE
-bf16=(--load-format dummy --set model.config=configs/models/llama-3-8b.yaml --dtype bfloat16)
-latency_ab fused_bf16 CONVEYOR_FUSED_GEMV 0 1 0 1 -- "${bf16[@]}"
+old=(CONVEYOR_ROPE_GROUPS=0 CONVEYOR_GREEDY_DIRECT=0 CONVEYOR_WIDE_MAX_ROWS=32)
+new=(CONVEYOR_ROPE_GROUPS=1 CONVEYOR_GREEDY_DIRECT=1 CONVEYOR_WIDE_MAX_ROWS=$wide)
+b256 small 1 "${old[@]}"; b256 small 2 "${new[@]}"; b256 small 3 "${old[@]}"; b256 small 4 "${new[@]}"
+for i in 1 2 3 4; do b256 mma4 $i CONVEYOR_DECODE_MMA_4CTA=$((1 - i % 2)) "${new[@]}"; done
