@@ -3,7 +3,7 @@
 // SwiGLU one (silu_mul_quantize_fp8_cuda) at decode batch sizes. "hot": one buffer timed back to back, so the
 // input sits in L2 as it does after the GEMM that wrote it; "cold": four copies in turn (more than L2 holds).
 // GB/s counts the 16-bit input and the codes once. Usage: fp8_quant_bench [--json PATH]
-// (CONVEYOR_WIDE_MAX_ROWS sets the rows up to which the SwiGLU quantizer takes the wide spread.)
+// (CONVEYOR_WIDE_HELD_ROWS=0 times the SwiGLU quantizer without the wide spread.)
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -62,8 +62,9 @@ int main(int argc, char** argv) {
         }, s);
         report.add(make_case("silu_mul_quantize" + tag, rows, inter, us, 2.0 * rows * inter));
         us = conveyor::bench::median_us([&](int i) {
-          CONVEYOR_CHECK(conveyor::rms_norm_quantize_fp8_cuda(h.codes(i), h.scale(i), h.x(i), w.get(), DType::kBF16,
-                                                              rows, hidden, 1e-5f, 0.f, s), "rms_norm_quantize declined");
+          const bool ran = conveyor::rms_norm_quantize_fp8_cuda(h.codes(i), h.scale(i), h.x(i), w.get(), DType::kBF16,
+                                                                rows, hidden, 1e-5f, 0.f, s);
+          CONVEYOR_CHECK(ran, "rms_norm_quantize_fp8_cuda declined");
         }, s);
         report.add(make_case("rms_norm_quantize" + tag, rows, hidden, us, static_cast<double>(rows * hidden)));
         us = conveyor::bench::median_us([&](int i) {

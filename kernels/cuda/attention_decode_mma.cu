@@ -20,7 +20,6 @@
 #include "kernels/cuda/e4m3.cuh"
 #include "kernels/cuda/pdl.cuh"
 #include "runtime/core/cuda_check.h"
-#include "runtime/core/env_switch.h"
 
 namespace conveyor::cuda_detail {
 namespace {
@@ -127,16 +126,11 @@ struct Acc {
   float o[D / 8][4];
 };
 
-// Where step() reads the thread's Q fragments: its registers (load_q's qa), or the CTA's one copy in shared
-// memory, one 8-byte word per fragment and lane (every warp holds the same heads), which frees their 16 registers.
+// The thread's Q fragments as step() reads them: from its registers (load_q's qa).
 template <int D>
 struct QInRegisters {
   const uint32_t (&qa)[D / 16][2];
   __device__ __forceinline__ uint2 operator()(int i) const { return make_uint2(qa[i][0], qa[i][1]); }
-};
-struct QInShared {
-  const uint2* lane_q;  // fragment i at lane_q[32 * i]
-  __device__ __forceinline__ uint2 operator()(int i) const { return lane_q[32 * i]; }
 };
 
 // One step over landed slots: S, the softmax update, O += P V.
@@ -232,15 +226,9 @@ __device__ __forceinline__ void merge(const Acc<D>& st, const PagedAttentionArgs
 
 // kMinBlocks: CTAs an SM must hold (the register cap). At head_dim 128 the kernel takes 154 registers, 3 CTAs an SM.
 // 3 a SM leave the last wave of a batch-256 step 17% full (2,048 CTAs on 396 places: round 19's H100 read ~2.9 TB/s
-// in the full waves and 218.6 us in all, six waves' time for 5.2 of work); 4 make it 3.9 of 4. Capped for 4
-// (128 registers) with Q in registers, ptxas spilled 80 bytes a thread, some inside the step loop; the 4-CTA variant
-// keeps Q in shared memory instead (kQShared: 2 KB more a CTA, 16 registers fewer). CONVEYOR_DECODE_MMA_4CTA=1
-// (read once) takes it at head_dim 128, until a GPU run says which is faster.
-template <int D, int kMinBlocks>
-constexpr bool kQShared = D == 128 && kMinBlocks == 4;
-template <int D, int kMinBlocks>
-constexpr size_t kQBytes = kQShared<D, kMinBlocks> ? sizeof(uint2) * (D / 16) * 32 : 0;  // [fragment][lane]
-
+// in the full waves and 218.6 us in all, six waves' time for 5.2 of work). A 4-CTA variant (Q's fragments in shared
+// memory, 125 registers, no spills) measured no consistent difference in round 22 (batch 256 FP8 128 in / 512 out,
+// H100: +-0.4%) nor in round 21 (1024 in / 128 out) and was removed.
 template <typename T, int D, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_mma_kernel(PagedAttentionArgs a) {
   cuda_detail::pdl_wait();               // pdl.cuh: this kernel reads the one before ...
@@ -255,17 +243,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_mma_kernel(PagedA
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   uint32_t qa[D / 16][2];
   load_q<T, D>(qa, a, tok, h0, heads);
-  uint2* q_s = reinterpret_cast<uint2*>(reinterpret_cast<char*>(smem) + S::kSmem);  // kQShared: after the slots
-  if constexpr (kQShared<D, kMinBlocks>) {
-    if (warp == 0)
-#pragma unroll
-      for (int i = 0; i < D / 16; ++i) q_s[32 * i + lane] = make_uint2(qa[i][0], qa[i][1]);
-    __syncthreads();
-  }
-  const auto q = [&] {
-    if constexpr (kQShared<D, kMinBlocks>) return QInShared{q_s + lane};
-    else return QInRegisters<D>{qa};
-  }();
+  const QInRegisters<D> q{qa};
   Acc<D> st;
   st.m = kNegInf;
   st.l = 0.f;
@@ -321,24 +299,6 @@ void launch(const PagedAttentionArgs& a, cudaStream_t s) {
   const dim3 grid(a.num_tokens, a.n_kv_heads * a.chunks, a.splits);
   constexpr size_t smem = Slots<D>::kSmem;
   static_assert(smem <= 48 * 1024, "more dynamic shared memory needs cudaFuncSetAttribute");
-  static const bool four = env_switch_opt_in("CONVEYOR_DECODE_MMA_4CTA");
-  if constexpr (D == 128) {
-    if (four) {
-      auto* kernel = decode_mma_kernel<T, D, 4>;
-      constexpr size_t bytes = smem + kQBytes<D, 4>;  // 4 x 50 KB: as much shared memory as the SM has
-      static const bool carved = [&] {
-        CONVEYOR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                                 cudaSharedmemCarveoutMaxShared));
-        CONVEYOR_CUDA_CHECK(
-            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-        return true;
-      }();
-      (void)carved;
-      launch_maybe_pdl(kernel, grid, dim3(kThreads), bytes, s, a);
-      CONVEYOR_CUDA_CHECK(cudaGetLastError());
-      return;
-    }
-  }
   launch_maybe_pdl(decode_mma_kernel<T, D, D == 128 ? 3 : 4>, grid, dim3(kThreads), smem, s, a);
   CONVEYOR_CUDA_CHECK(cudaGetLastError());
 }

@@ -8,7 +8,6 @@
 #include <cuda_fp8.h>
 
 #include <cfloat>
-#include <cstdlib>
 #include <initializer_list>
 
 #include "kernels/cuda/dense_vec.cuh"
@@ -233,15 +232,10 @@ __global__ void __launch_bounds__(cuda_detail::kRowMaxThreads)
 }
 
 // Rows up to which an order-free held-row kernel spreads each row over the widest block (fewer rows leave SMs
-// idle, so each row's block should finish sooner; more fill the SMs at ~256 threads a row). CONVEYOR_WIDE_MAX_ROWS
-// overrides it (read once; round 22's A/B at batch 256, where round 19's ncu saw the SwiGLU quantizer at 1.18 TB/s).
-int64_t wide_max_rows() {
-  static const int64_t n = [] {
-    const char* v = std::getenv("CONVEYOR_WIDE_MAX_ROWS");
-    return v != nullptr ? std::atoll(v) : int64_t{32};
-  }();
-  return n;
-}
+// idle, so each row's block should finish sooner). Round 22 (H100, fp8_quant_bench): 448 threads of 4 packs beat
+// 224 of 8 at every count it timed, 64 to 512 rows (256: 12.45 -> 10.50 us; batch 256 FP8 decode -1.3%), so the
+// wide spread goes up to 512 rows (the most it timed).
+constexpr int64_t kWideMaxRows = 512;
 
 // Whether order-free held rows may take the wide configuration: unless CONVEYOR_WIDE_HELD_ROWS=0 (read once per
 // process; the A/B switch of its measurement).
@@ -263,7 +257,7 @@ bool launch_held_row(int64_t rows, int64_t cols, const uint8_t* q, std::initiali
     if (!cuda_detail::is_aligned16(p)) return false;
   if (rows == 0) return true;
   // A few rows (a small decode batch) of an op without a sum to match take the wide spread (row_ops.cuh).
-  const bool wide = order_free && rows <= wide_max_rows() && wide_held_rows();
+  const bool wide = order_free && rows <= kWideMaxRows && wide_held_rows();
   const auto [k, threads] =
       wide ? cuda_detail::row_pack_config_wide(cols / kN) : cuda_detail::row_pack_config(cols / kN);
   auto* kernel = k == 1 ? Kernel<T, 1>::get() : k == 2 ? Kernel<T, 2>::get() : k == 4 ? Kernel<T, 4>::get()

@@ -48,13 +48,9 @@ void fp8_scale_epilogue_cuda(void* y, DType out, const float* acc, const float* 
                              const void* bias, DType bias_dt, int64_t m, int64_t n, bool accumulate,
                              cudaStream_t stream);
 
-// acc[m, n] = a[m, k] b[n, k]^T over e4m3 codes, fp32 out, through cuBLASLt, or with the scales fused
-// (run_scaled), each shape with the heuristic's first algorithm; with CONVEYOR_FP8_GEMM_TUNE=1 (read when the
-// runner is made) a plan keeps up to kGemmTimedCandidates (split-K reduced in fp32) and a bucket of m
-// (gemm_tuning_bucket) times them at its first eager call that writes its output afresh (run(), or run_scaled
-// without accumulate); its other m and accumulating calls take the fastest, as GemmRunner does for bf16.
-// Requires k % 16 == 0 and n % 4 == 0 (FP8's 16-byte leading dimensions). One handle; the workspace is the
-// caller's.
+// acc[m, n] = a[m, k] b[n, k]^T over e4m3 codes, fp32 out, through cuBLASLt (heuristic first choice,
+// cached per shape), or with the scales fused (run_scaled). Requires k % 16 == 0 and n % 4 == 0 (FP8's
+// 16-byte leading dimensions). One handle; the workspace is the caller's.
 class Fp8GemmRunner {
  public:
   Fp8GemmRunner(void* workspace, size_t workspace_bytes);
@@ -101,10 +97,8 @@ class Fp8GemmRunner {
   // whether it is fused.
   bool time_fused(int64_t m, int64_t n, int64_t k, const std::function<bool()>& fused,
                   const std::function<void()>& unfused, cudaStream_t stream);
-  // One line per shape decided: "m=1 n=4096 k=4096 e4m3: gemv 9.1 us, cublaslt 21.3 us", per bucket timed
-  // for fusion: "m<=1024 n=4096 k=4096 e4m3: fused (fused 28.1 us, fp32+epilogue 44.8 us)", and per cuBLASLt
-  // plan its algorithm: "m=256 n=4096 k=4096 e4m3->bf16 scaled acc: algo 2/8 (as timed at m=256)" (heuristic
-  // i/n where untimed).
+  // One line per shape decided: "m=1 n=4096 k=4096 e4m3: gemv 9.1 us, cublaslt 21.3 us", and per
+  // bucket timed for fusion: "m<=1024 n=4096 k=4096 e4m3: fused (fused 28.1 us, fp32+epilogue 44.8 us)".
   std::string describe() const;
 
  private:

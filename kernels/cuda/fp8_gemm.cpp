@@ -14,7 +14,6 @@
 #include "kernels/cuda/launch_timer.h"
 #include "kernels/gemm_tuning.h"
 #include "runtime/core/cuda_check.h"
-#include "runtime/core/env_switch.h"
 #include "runtime/core/error.h"
 
 namespace conveyor {
@@ -40,59 +39,16 @@ struct ScaledKey {
   }
 };
 
-// One GEMM's descriptors and algorithm: the heuristic's usable candidates (up to kGemmTimedCandidates, best
-// first), the one it runs, and whether that was timed (or taken from the shape's bucket, timed at another m).
 struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  cublasLtMatmulHeuristicResult_t candidates[kGemmTimedCandidates] = {};
-  int n_candidates = 0;
   cublasLtMatmulAlgo_t algo = {};
-  int algo_index = 0;
-  bool tuned = false;
-  float best_us = -1.f;  // the chosen algorithm's time, where this plan was timed
-  int64_t timed_m = 0;   // the m it was timed at (its bucket's first)
   ~Plan() {
     if (d) cublasLtMatrixLayoutDestroy(d);
     if (b) cublasLtMatrixLayoutDestroy(b);
     if (a) cublasLtMatrixLayoutDestroy(a);
     if (op) cublasLtMatmulDescDestroy(op);
   }
-};
-
-bool capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  return capture != cudaStreamCaptureStatusNone;
-}
-
-// p's usable heuristic results under `pref` (p.algo the first). timed: up to kGemmTimedCandidates, in the
-// heuristic's order, split-K partial sums reduced in fp32 (the compute type) where such algorithms exist, as
-// GemmRunner reduces them (a bf16 y must not round every partial); else the heuristic's first under its default
-// schemes, the one algorithm this runner ran before it timed any. Returns the heuristic's last status.
-cublasStatus_t find_candidates(cublasLtHandle_t handle, Plan& p, cublasLtMatmulPreference_t pref, bool timed) {
-  cublasStatus_t rc = CUBLAS_STATUS_SUCCESS;
-  const auto fp32 = static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE);
-  const auto any = static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_MASK);
-  for (uint32_t mask : {timed ? fp32 : any, any}) {
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof(mask));
-    int found = 0;
-    rc = cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.a, p.b, p.d, p.d, pref, timed ? kGemmTimedCandidates : 1,
-                                        p.candidates, &found);
-    p.n_candidates = 0;
-    for (int i = 0; rc == CUBLAS_STATUS_SUCCESS && i < found; ++i)
-      if (p.candidates[i].state == CUBLAS_STATUS_SUCCESS) p.candidates[p.n_candidates++] = p.candidates[i];
-    if (p.n_candidates > 0) break;
-  }
-  if (p.n_candidates > 0) p.algo = p.candidates[0].algo;
-  return rc;
-}
-
-// The algorithm a bucket of shapes was timed with (its first eager m), for the bucket's other m.
-struct TimedAlgo {
-  cublasLtMatmulAlgo_t algo;
-  int index;
-  int64_t m;
 };
 
 }  // namespace
@@ -123,50 +79,8 @@ struct Fp8GemmRunner::Impl {
   // under it on an H100; batch 1 FP8 0.4-2.3% faster under auto than off there).
   GemvPolicy gemv_policy = GemvPolicy::kNever;
   LaunchTimer timer;
-  // Timing each GEMM's cuBLASLt candidates on its bucket's first eager use (CONVEYOR_FP8_GEMM_TUNE=1; until
-  // a GPU run measures it, the heuristic's first as before): on an H100 the heuristic's first for m = 256
-  // ran o and down (n = 4096) as 64 tiles of 128 x 128 on 132 SMs (benchmarks/results/nvidia-h100/2026-12-07-r19).
-  bool tune_on = env_switch_opt_in("CONVEYOR_FP8_GEMM_TUNE");
-  LaunchTimer tune_timer;  // apart from `timer`, which may be timing the whole linear around a GEMM's tuning
-  std::map<ScaledKey, TimedAlgo> timed;  // by bucket_key
 
-  // The key a plan's timing is shared under: its bucket of m (gemm_tuning_bucket), y's dtype (kF32 for run()'s
-  // plans), the epilogue and alignments; not accumulate (beta is not part of a plan's descriptors).
-  static ScaledKey bucket_key(ScaledKey key) {
-    key.m = gemm_tuning_bucket(key.m);
-    key.accumulate = false;
-    return key;
-  }
-  // Settles p's algorithm before a call: the one its bucket was timed with where cuBLASLt takes it for p's shape;
-  // else, where `may_time` (the call may write its output run after run) and the stream is not being captured,
-  // times every candidate with launch(algo) and keeps the fastest; else the heuristic's first, for now.
-  template <typename Launch>
-  void settle(Plan& p, const ScaledKey& key, bool may_time, cudaStream_t stream, Launch&& launch) {
-    if (p.tuned || !tune_on) return;
-    const ScaledKey bucket = bucket_key(key);
-    if (auto it = timed.find(bucket); it != timed.end()) {
-      cublasLtMatmulHeuristicResult_t check = {};
-      if (cublasLtMatmulAlgoCheck(handle, p.op, p.a, p.b, p.d, p.d, &it->second.algo, &check) ==
-              CUBLAS_STATUS_SUCCESS &&
-          check.workspaceSize <= workspace_bytes) {
-        p.algo = it->second.algo, p.algo_index = it->second.index, p.timed_m = it->second.m, p.tuned = true;
-        return;
-      }
-    }
-    if (!may_time || capturing(stream)) return;
-    // Decode shapes meet their weights in DRAM (launch_timer.h, ColdL2), as the small-m race times them.
-    const ColdL2* cold = key.m <= kGemvMaxRows ? &cold_l2() : nullptr;
-    const auto [index, best] = tune_timer.fastest(
-        p.n_candidates, [&](int i) { return launch(p.candidates[i].algo) == CUBLAS_STATUS_SUCCESS; },
-        kGemmTimedRuns, stream, cold);
-    if (index >= 0) p.algo = p.candidates[index].algo, p.algo_index = index;
-    p.best_us = index >= 0 ? best : -1.f;
-    p.timed_m = key.m;
-    p.tuned = true;
-    timed[bucket] = TimedAlgo{p.algo, p.algo_index, key.m};
-  }
-
-  Plan& plan(int64_t m, int64_t n, int64_t k) {
+  const Plan& plan(int64_t m, int64_t n, int64_t k) {
     auto& slot = plans[{m, n, k}];
     if (slot) return *slot;
     auto p = std::make_unique<Plan>();
@@ -181,11 +95,15 @@ struct Fp8GemmRunner::Impl {
     CONVEYOR_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const uint64_t ws = workspace_bytes;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-    const cublasStatus_t rc = find_candidates(handle, *p, pref, tune_on);
+    cublasLtMatmulHeuristicResult_t result = {};
+    int found = 0;
+    const cublasStatus_t rc =
+        cublasLtMatmulAlgoGetHeuristic(handle, p->op, p->a, p->b, p->d, p->d, pref, 1, &result, &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    CONVEYOR_CHECK(p->n_candidates > 0, "Fp8GemmRunner: cuBLASLt has no e4m3 algorithm for [",
+    CONVEYOR_CHECK(rc == CUBLAS_STATUS_SUCCESS && found > 0, "Fp8GemmRunner: cuBLASLt has no e4m3 algorithm for [",
                    m, ", ", k, "] x [", n, ", ", k, "]^T -> f32 (status ", cublasLtGetStatusName(rc),
                    "); FP8 needs k % 16 == 0, n % 4 == 0, 16-byte aligned buffers and an sm_89+ GPU");
+    p->algo = result.algo;
     slot = std::move(p);
     return *slot;
   }
@@ -226,9 +144,13 @@ std::unique_ptr<Plan> Fp8GemmRunner::Impl::make_scaled_plan(const ScaledKey& key
     cublasLtMatmulPreferenceSetAttribute(pref, attr, &align_ab, sizeof(align_ab));
   for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
     cublasLtMatmulPreferenceSetAttribute(pref, attr, &key.align_y, sizeof(key.align_y));
-  find_candidates(handle, *p, pref, tune_on);
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found = 0;
+  const cublasStatus_t rc =
+      cublasLtMatmulAlgoGetHeuristic(handle, p->op, p->a, p->b, p->d, p->d, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (p->n_candidates == 0) return nullptr;
+  if (rc != CUBLAS_STATUS_SUCCESS || found == 0 || result.state != CUBLAS_STATUS_SUCCESS) return nullptr;
+  p->algo = result.algo;
   return p;
 }
 
@@ -249,13 +171,17 @@ std::optional<bool> Fp8GemmRunner::small_m_choice(int64_t m, int64_t n, int64_t 
   if (impl_->gemv_policy == GemvPolicy::kAlways) return true;
   if (auto it = impl_->small_m.find({m, n, k}); it != impl_->small_m.end())
     return it->second.gemv_us <= it->second.lt_us;
-  if (capturing(stream)) return true;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return true;
   return std::nullopt;
 }
 
 std::optional<bool> Fp8GemmRunner::fused_choice(int64_t m, int64_t n, int64_t k, cudaStream_t stream) const {
   if (auto it = impl_->fused.find({gemm_tuning_bucket(m), n, k}); it != impl_->fused.end()) return it->second.fused();
-  if (capturing(stream)) return false;  // the path this runner had before fusing
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CONVEYOR_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return false;  // the path this runner had before fusing
   return std::nullopt;
 }
 
@@ -305,22 +231,6 @@ std::string Fp8GemmRunner::describe() const {
     out << "m<=" << m << " n=" << n << " k=" << k << " e4m3: " << (c.fused() ? "fused" : "fp32+epilogue")
         << " (fused " << c.fused_us << " us, fp32+epilogue " << c.unfused_us << " us)\n";
   }
-  // Each cuBLASLt GEMM's algorithm: "m=256 n=4096 k=4096 e4m3->f32: algo 2/8 (14.1 us)", "... as timed at m=200".
-  auto algo_line = [&](int64_t m, int64_t n, int64_t k, const std::string& kind, const Plan& p) {
-    out << "m=" << m << " n=" << n << " k=" << k << " e4m3->" << kind << ": " << (p.tuned ? "algo " : "heuristic ")
-        << p.algo_index << "/" << p.n_candidates;
-    if (p.tuned && p.timed_m != m) out << " (as timed at m=" << p.timed_m << ")";
-    else if (p.tuned && p.best_us >= 0.f) out << " (" << p.best_us << " us)";
-    out << "\n";
-  };
-  for (const auto& [shape, p] : impl_->plans) {
-    const auto& [m, n, k] = shape;
-    algo_line(m, n, k, "f32", *p);
-  }
-  for (const auto& [key, p] : impl_->scaled_plans) {
-    const std::string kind = std::string(dtype_name(key.out)) + " scaled" + (key.accumulate ? " acc" : "");
-    if (p) algo_line(key.m, key.n, key.k, kind, *p);
-  }
   return out.str();
 }
 
@@ -329,15 +239,10 @@ void Fp8GemmRunner::run(float* acc, const uint8_t* a, const uint8_t* b, int64_t 
   CONVEYOR_CHECK(k % 16 == 0 && n % 4 == 0, "Fp8GemmRunner: [", m, ", ", k, "] x [", n, ", ", k,
                  "]^T: FP8 GEMMs need k % 16 == 0 and n % 4 == 0");
   if (m == 0) return;
-  Plan& p = impl_->plan(m, n, k);
+  const Plan& p = impl_->plan(m, n, k);
   const float alpha = 1.f, beta = 0.f;
-  auto matmul = [&](const cublasLtMatmulAlgo_t& algo) {
-    return cublasLtMatmul(impl_->handle, p.op, &alpha, b, p.a, a, p.b, &beta, acc, p.d, acc, p.d, &algo,
-                          impl_->workspace, impl_->workspace_bytes, stream);
-  };
-  // Every run writes the same acc (beta = 0), so this call may time the candidates.
-  impl_->settle(p, ScaledKey{m, n, k, DType::kF32, false, false, 16u, 16u}, true, stream, matmul);
-  CONVEYOR_CUBLAS_CHECK(matmul(p.algo));
+  CONVEYOR_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.op, &alpha, b, p.a, a, p.b, &beta, acc, p.d, acc, p.d,
+                                       &p.algo, impl_->workspace, impl_->workspace_bytes, stream));
 }
 
 bool Fp8GemmRunner::run_scaled(void* y, DType out, const uint8_t* a, const float* a_scale, const uint8_t* b,
@@ -356,19 +261,13 @@ bool Fp8GemmRunner::run_scaled(void* y, DType out, const uint8_t* a, const float
   auto [it, fresh] = impl_->scaled_plans.try_emplace(key);
   if (fresh) it->second = impl_->make_scaled_plan(key, a_scale, b_scale, bias);
   if (!it->second) return false;
-  Plan& p = *it->second;
+  const Plan& p = *it->second;
   set_attr(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(b_scale));
   set_attr(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(a_scale));
   if (bias) set_attr(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   const float alpha = 1.f, beta = accumulate ? 1.f : 0.f;
-  auto matmul = [&](const cublasLtMatmulAlgo_t& algo) {
-    return cublasLtMatmul(impl_->handle, p.op, &alpha, b, p.a, a, p.b, &beta, y, p.d, y, p.d, &algo, impl_->workspace,
-                          impl_->workspace_bytes, stream);
-  };
-  // Timed only where each run writes the same y (not accumulating); an accumulating shape takes its bucket's
-  // choice once a non-accumulating call (time_fused's, into scratch) has timed it.
-  impl_->settle(p, key, !accumulate, stream, matmul);
-  const cublasStatus_t rc = matmul(p.algo);
+  const cublasStatus_t rc = cublasLtMatmul(impl_->handle, p.op, &alpha, b, p.a, a, p.b, &beta, y, p.d, y, p.d,
+                                           &p.algo, impl_->workspace, impl_->workspace_bytes, stream);
   if (rc == CUBLAS_STATUS_NOT_SUPPORTED) {  // refused before launching: y is untouched
     it->second.reset();
     return false;

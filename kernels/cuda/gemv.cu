@@ -378,14 +378,7 @@ void launch(const Epilogue& e, const void* x, const void* w, int m, int n, int p
   constexpr int kChunkPacks = WarpTile<T, kHighTokens, kTiles, kPro != Prologue::kNone>::kChunkPacks;
   const int64_t blocks = (static_cast<int64_t>(n) + kCols - 1) / kCols;
   const int64_t chunks = (packs + kChunkPacks - 1) / kChunkPacks;
-  int64_t warps = launch_warps(blocks, chunks, sm_count);
-  if constexpr (kPro == Prologue::kFp8Half) {  // an experiment's knob (round 19): CONVEYOR_FP8_GEMV_WARPS=8|16
-    static const int64_t forced = [] {
-      const char* v = std::getenv("CONVEYOR_FP8_GEMV_WARPS");
-      return v == nullptr ? int64_t{0} : static_cast<int64_t>(std::atoi(v));
-    }();
-    if (forced == kMaxWarps / 2 || forced == kMaxWarps) warps = std::min<int64_t>(forced, chunks);
-  }
+  const int64_t warps = launch_warps(blocks, chunks, sm_count);
   auto* kernel = gemv_kernel<T, kHighTokens, kTiles, kPro>;
   size_t smem = 0;
   cuda_detail::RowPackConfig cfg{1, 32};

@@ -13,7 +13,6 @@
 #include "kernels/cuda/attention_device.cuh"
 #include "kernels/cuda/pdl.cuh"
 #include "runtime/core/cuda_check.h"
-#include "runtime/core/env_switch.h"
 #include "runtime/core/error.h"
 
 namespace conveyor {
@@ -121,16 +120,10 @@ __global__ void __launch_bounds__(kThreads)
 // Heads per CTA of rope_qkv_write_kv_kernel: groups of 4 while the grid stays within ~16 CTAs per SM of a
 // 132-SM H200, then the fewest heads that keep it there, up to all of a token's heads in one CTA. Round 19's
 // ncu of a batch-256 FP8 step (H100) took the old rule's jump from 4 heads to all 40 at 256 tokens: 256 CTAs of
-// 128 threads, 12.6 us for ~6 MB; with 5 heads a CTA the grid is 2,048 CTAs. CONVEYOR_ROPE_GROUPS=0 keeps the
-// old rule (the A/B switch of its measurement).
+// 128 threads, 12.6 us for ~6 MB; with 5 heads a CTA the grid is 2,048 CTAs: 8.8 us in round 22's ncu (H100).
 int heads_per_cta(int tokens, int heads) {
   constexpr int kSmallGroup = 4;
   constexpr long long kMaxCtas = 16 * 132;
-  static const bool graded = env_switch_on("CONVEYOR_ROPE_GROUPS");
-  if (!graded) {
-    return static_cast<long long>(tokens) * ((heads + kSmallGroup - 1) / kSmallGroup) <= kMaxCtas ? kSmallGroup
-                                                                                                : heads;
-  }
   const long long groups = std::max(1LL, kMaxCtas / std::max(tokens, 1));
   return static_cast<int>(std::min<long long>(heads, std::max<long long>(kSmallGroup, (heads + groups - 1) / groups)));
 }

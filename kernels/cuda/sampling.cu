@@ -20,7 +20,6 @@
 
 #include "runtime/core/cuda_buffer.h"
 #include "runtime/core/cuda_check.h"
-#include "runtime/core/env_switch.h"
 #include "runtime/core/error.h"
 
 namespace conveyor {
@@ -464,12 +463,12 @@ std::pair<const uint32_t*, const int32_t*> CudaSampler::sort_rows(int rows, cons
   return {keys.Current(), ids.Current()};
 }
 
-void CudaSampler::mark_direct(int rows, const std::vector<SamplingRowParams>& params,
-                              const std::vector<Penalty>& entries, cudaStream_t stream) {
-  static const bool on = env_switch_on("CONVEYOR_GREEDY_DIRECT");
-  for (int r = 0; r < rows; ++r) h_direct_[r] = on && is_greedy(params[r]) ? 1 : 0;
+int CudaSampler::mark_direct(int rows, const std::vector<SamplingRowParams>& params,
+                             const std::vector<Penalty>& entries, cudaStream_t stream) {
+  for (int r = 0; r < rows; ++r) h_direct_[r] = is_greedy(params[r]) ? 1 : 0;
   for (const Penalty& e : entries) h_direct_[e.row] = 0;
   CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(d_direct_, h_direct_.data(), rows * sizeof(int), cudaMemcpyHostToDevice, stream));
+  return static_cast<int>(std::count(h_direct_.begin(), h_direct_.begin() + rows, 1));
 }
 
 void CudaSampler::apply_penalties(const float* logits, const std::vector<Penalty>& entries, cudaStream_t stream) {
@@ -560,10 +559,12 @@ std::vector<SampledToken> CudaSampler::sample(const float* logits, int rows, con
   CONVEYOR_CUDA_CHECK(cudaMemcpyAsync(d_params_, params.data(), rows * sizeof(SamplingRowParams),
                                       cudaMemcpyHostToDevice, stream));
   CONVEYOR_CUDA_CHECK(cudaMemsetAsync(d_bad_token_, 0x7F, rows * sizeof(int), stream));  // 0x7F7F7F7F: none
-  mark_direct(rows, params, entries, stream);
-  prepare_kernel<<<dim3(elem_blocks(vocab_), rows), kElemThreads, 0, stream>>>(logits, work_, d_params_, d_direct_,
-                                                                               vocab_, d_bad_token_);
-  CONVEYOR_CUDA_CHECK(cudaGetLastError());
+  // Round 22 (H100, batch 256 greedy): the copy of all logits took 109 us a step; a launch whose rows all skip, 22.
+  if (mark_direct(rows, params, entries, stream) < rows) {
+    prepare_kernel<<<dim3(elem_blocks(vocab_), rows), kElemThreads, 0, stream>>>(logits, work_, d_params_, d_direct_,
+                                                                                 vocab_, d_bad_token_);
+    CONVEYOR_CUDA_CHECK(cudaGetLastError());
+  }
   apply_penalties(logits, entries, stream);
   const auto sorted = sort_rows(rows, params, stream);
   select_kernel<<<rows, kSelectThreads, 0, stream>>>(logits, work_, sorted.first, sorted.second, d_params_,

@@ -102,8 +102,8 @@ class CudaSampler {
                                        const std::vector<int32_t>& num_output, const std::vector<int64_t>& mask_offsets,
                                        const std::vector<int32_t>& mask_ids) const;
   // Marks (and uploads) the direct rows: greedy with no penalty entry, so the logits are their scores as they are
-  // (prepare_kernel skips them; select_kernel reads the logits). CONVEYOR_GREEDY_DIRECT=0: none (the A/B switch).
-  void mark_direct(int rows, const std::vector<SamplingRowParams>& params, const std::vector<Penalty>& entries,
+  // (prepare_kernel skips them; select_kernel reads the logits). Returns how many rows are direct.
+  int mark_direct(int rows, const std::vector<SamplingRowParams>& params, const std::vector<Penalty>& entries,
                    cudaStream_t stream);
   // Enqueues the penalty kernel over `entries`, a chunk of the workspace's capacity at a time.
   void apply_penalties(const float* logits, const std::vector<Penalty>& entries, cudaStream_t stream);

@@ -105,9 +105,7 @@ struct GemmCase {
 };
 
 // The linear through cuBLASLt plus the epilogue, or (gemv) through fp8_gemv_cuda.
-// Through run() and the epilogue (or the gemv), on `shared` or a runner of its own.
-void check_gemm(GemmCase s, DType out, bool with_bias, bool accumulate, bool gemv = false,
-                Fp8GemmRunner* shared = nullptr) {
+void check_gemm(GemmCase s, DType out, bool with_bias, bool accumulate, bool gemv = false) {
   SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " -> " +
                dtype_name(out) + (with_bias ? " bias" : "") + (accumulate ? " acc" : "") + (gemv ? " gemv" : ""));
   const uint64_t seed = static_cast<uint64_t>(s.m * 7 + s.n * 13 + s.k);
@@ -126,9 +124,7 @@ void check_gemm(GemmCase s, DType out, bool with_bias, bool accumulate, bool gem
     for (size_t i = 0; i < want.size(); ++i) want[i] += y0[i];
 
   TestBuffer workspace(kGemmLtWorkspaceBytes);
-  std::optional<Fp8GemmRunner> own;
-  if (shared == nullptr) own.emplace(workspace.get(), workspace.bytes());
-  Fp8GemmRunner& gemm = shared != nullptr ? *shared : *own;
+  Fp8GemmRunner gemm(workspace.get(), workspace.bytes());
   TestBuffer dxq = upload_codes(xq), dwq = upload_codes(wq), dxs = upload(xs, DType::kF32),
              dws = upload(ws, DType::kF32), dbias = upload(bias, out), dy = upload(y0, out),
              acc(static_cast<size_t>(s.m * s.n) * 4);
@@ -268,30 +264,6 @@ TEST(Fp8Gpu, FusedScaledGemmEqualsTwin) {
       for (bool with_bias : {false, true})
         for (bool accumulate : {false, true}) check_fused(f, gemm, out, with_bias, accumulate);
   }
-}
-
-// With CONVEYOR_FP8_GEMM_TUNE=1 (read when a runner is made) each GEMM's bucket of m times its cuBLASLt
-// candidates at its first eager call that may write its output run after run, and the bucket's other m and
-// its accumulating calls take that algorithm; every element still equals the twin.
-TEST(Fp8Gpu, TimedCandidatesEqualTwinAndServeTheirBucket) {
-  setenv("CONVEYOR_FP8_GEMM_TUNE", "1", 1);
-  TestBuffer workspace(kGemmLtWorkspaceBytes);
-  Fp8GemmRunner gemm(workspace.get(), workspace.bytes());
-  unsetenv("CONVEYOR_FP8_GEMM_TUNE");
-  check_gemm(GemmCase{256, 4096, 512}, DType::kBF16, true, true, false, &gemm);   // run(): times m = 256's bucket
-  check_gemm(GemmCase{130, 4096, 512}, DType::kBF16, false, false, false, &gemm);  // and serves m = 130
-  for (GemmCase s : {GemmCase{256, 4096, 4096}, GemmCase{200, 4096, 4096}, GemmCase{256, 4096, 14336}}) {
-    const FusedShape f = make_fused_shape(s);
-    check_fused(f, gemm, DType::kBF16, false, false);  // m = 256 first: times the bucket
-    check_fused(f, gemm, DType::kBF16, false, true);   // accumulating: the bucket's algorithm
-  }
-  const std::string d = gemm.describe();
-  for (const char* want :
-       {"m=256 n=4096 k=4096 e4m3->bf16 scaled: algo ", "m=256 n=4096 k=4096 e4m3->bf16 scaled acc: algo ",
-        "m=200 n=4096 k=4096 e4m3->bf16 scaled: algo ", "(as timed at m=256)",
-        "m=256 n=4096 k=14336 e4m3->bf16 scaled: algo ", "m=256 n=4096 k=512 e4m3->f32: algo ",
-        "m=130 n=4096 k=512 e4m3->f32: algo "})
-    EXPECT_NE(d.find(want), std::string::npos) << "missing '" << want << "' in\n" << d;
 }
 
 TEST(Fp8Gpu, FusedScaledGemmDeclinesWhatItCannotFuse) {

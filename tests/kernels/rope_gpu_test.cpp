@@ -154,7 +154,7 @@ void check_fused(const RopeCase& c, int chunk) {
 TEST_P(RopeGpu, FusedFromQkvProjection) { check_fused(GetParam(), 23); }
 
 // 725 tokens of 12 heads: more than 2,112 CTAs in groups of 4, so each CTA takes 6 heads (a group straddling
-// the last q heads and the KV heads); CONVEYOR_ROPE_GROUPS=0's rule would take all 12.
+// the last q heads and the KV heads).
 TEST_P(RopeGpu, FusedLongChunkInWiderGroups) { check_fused(GetParam(), 700); }
 
 // Codes the fused kernel (fp32 rotation from dt inputs, sincosf) and the twin (rope_ref, then the e4m3

@@ -4,8 +4,8 @@
 # CONVEYOR_TEST_FP8_GEMV=off and =auto: round 19's first call failed off on one step (ct_kv bf16 prompt 1 step 20,
 # 3.1 RMS moves, which 2,048 members flip) and passed auto. (2) Batch 1 FP8 under auto at logging.level=debug: the
 # per-shape gemv / cuBLASLt race. (3) ncu --set full over the first three Fp8Half gemv launches of one batch-1 step
-# (qkv, gate_up, down): memory throughput, occupancy and where the warps stall (ncu_stalls.py). (2b) between:
-# the Fp8Half gemv at 8 warps a block (CONVEYOR_FP8_GEMV_WARPS).
+# (qkv, gate_up, down): memory throughput, occupancy and where the warps stall (ncu_stalls.py). (Its 8-warp A/B ran
+# in round 22: no difference; the knob is gone.)
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
 call_begin r19b conveyor stages_cuda_fp8_gpu_test stages_tie_ensemble_test || exit 1
@@ -38,11 +38,7 @@ for r in rows[1:]:
         print(r[ix['ID']], r[ix['Metric Name']], r[ix['Metric Value']], r[ix['Metric Unit']])
 PY
 save "summary"
-# (2b) The Fp8Half gemv at 8 warps a block wherever it runs (two blocks an SM: n = 4096 in one wave, not two) against
-# the rule's 16 there: CONVEYOR_FP8_GEMV_WARPS 0 (the rule) / 8 / 0 / 8, under auto.
-latency_ab warps CONVEYOR_FP8_GEMV_WARPS 0 8 -- "${m[@]}" --set runtime.fp8_gemv=auto
 [ "$(left)" -gt 40 ] && timeout 100 build/conveyor bench latency "${m[@]}" --set runtime.fp8_gemv=auto --set logging.level=debug \
   --input-len 128 --output-len 128 --batch-size 1 --num-iters-warmup 2 --num-iters 5 > $r/b1_debug.txt 2>&1
 save "b1 debug rc=$? $(grep -iE 'Avg latency' $r/b1_debug.txt)"
 grep -E "e4m3|m<=|m=1 " $r/b1_debug.txt | head -30
-latency_ab warps2 CONVEYOR_FP8_GEMV_WARPS 0 8 -- "${m[@]}" --set runtime.fp8_gemv=auto
