@@ -6,7 +6,9 @@
 # throughput, issue slots, eligible warps, and where the warps stall (benchmarks/ncu_stalls.py over the SASS page).
 # A kernel issue-bound at ~2.7 TB/s wants fewer instructions a byte (the mma's 16 rows carry 4 heads at Llama-3's
 # GQA group of 4: an S^T = K Q^T layout would carry 8 of 8); a memory-latency-bound one wants more bytes in flight.
-# (2) On an H200 only: issue 15's 1,000 prompts FP8 under round 22's defaults. Then call_r19b.sh.
+# (2) On an H200 only: issue 15's 1,000 prompts FP8 under round 22's defaults. (3) Any GPU: the same run with
+# --step-timeline (every step's host and device spans: how the run's time splits between decode steps, mixed
+# prefill steps, sampling and device idle; the simulator puts ~8% of it nowhere). Then call_r19b.sh.
 set -uo pipefail
 source benchmarks/results/nvidia-h200/final/env.sh
 call_begin r23 conveyor || exit 1
@@ -35,3 +37,6 @@ python3 benchmarks/ncu_stalls.py $r/attn_sass.csv.gz 30 > $r/attn_stalls.txt 2>&
 head -14 $r/attn_stalls.txt
 save "summary"
 grep -q H200 "$r/gpu.txt" && throughput_seqs fp8 auto -- "${m[@]}"
+throughput_seqs fp8_timeline auto -- "${m[@]}" --step-timeline $r/steps_fp8.json
+gzip -f $r/steps_fp8.json 2>/dev/null
+save "timeline $(grep -A14 -i 'anatomy\|per step' $r/t1000_fp8_timeline_seqs_auto.txt | tr -s ' ' | tr '\n' ' ' | cut -c1-900)"
