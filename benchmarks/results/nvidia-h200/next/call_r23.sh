@@ -38,5 +38,7 @@ head -14 $r/attn_stalls.txt
 save "summary"
 grep -q H200 "$r/gpu.txt" && throughput_seqs fp8 auto -- "${m[@]}"
 throughput_seqs fp8_timeline auto -- "${m[@]}" --step-timeline $r/steps_fp8.json
+python3 benchmarks/timeline_split.py $r/steps_fp8.json --json $r/timeline_split_fp8.json > $r/timeline_split_fp8.txt 2>&1
+cat $r/timeline_split_fp8.txt | head -20
 gzip -f $r/steps_fp8.json 2>/dev/null
 save "timeline $(grep -A14 -i 'anatomy\|per step' $r/t1000_fp8_timeline_seqs_auto.txt | tr -s ' ' | tr '\n' ' ' | cut -c1-900)"
