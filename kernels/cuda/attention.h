@@ -89,6 +89,9 @@ enum class PrefillAttentionKernel { kAuto, kMmaSync, kWgmma };
 // launches; for tests and benchmarks that race them.
 enum class Fp8DecodeLayout { kMma, kNarrow, kWide };
 void set_fp8_decode_layout(Fp8DecodeLayout layout);
+// The decode grids' launch order: token-major, or with `on` a token's KV heads adjacent (the same CTAs, so the
+// same bits). CONVEYOR_DECODE_HEADS_FIRST=1 sets it at the first launch unless this was called before; as above.
+void set_decode_heads_first(bool on);
 void set_prefill_attention_kernel(PrefillAttentionKernel k);
 // The kernel a prefill launch on the current device takes now ("wgmma" or "mma.sync").
 const char* prefill_attention_kernel_name();

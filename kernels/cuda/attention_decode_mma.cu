@@ -234,8 +234,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_mma_kernel(PagedA
   cuda_detail::pdl_wait();               // pdl.cuh: this kernel reads the one before ...
   cuda_detail::pdl_launch_dependents();  // ... and the next may be placed now
   using S = Slots<D>;
-  const int tok = blockIdx.x, kvh = blockIdx.y / a.chunks;
-  const int h0 = kvh * a.group + (blockIdx.y % a.chunks) * kHeads;
+  const int2 cta = decode_cta(a);
+  const int tok = cta.x, kvh = cta.y / a.chunks;
+  const int h0 = kvh * a.group + (cta.y % a.chunks) * kHeads;
   const int heads = min(kHeads, (kvh + 1) * a.group - h0);
   const DecodeWork w = decode_work(a, tok, blockIdx.z);
   if (w.skip) return;  // uniform over the CTA
@@ -296,7 +297,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) decode_mma_kernel(PagedA
 
 template <typename T, int D>
 void launch(const PagedAttentionArgs& a, cudaStream_t s) {
-  const dim3 grid(a.num_tokens, a.n_kv_heads * a.chunks, a.splits);
+  const dim3 grid = decode_grid(a);
   constexpr size_t smem = Slots<D>::kSmem;
   static_assert(smem <= 48 * 1024, "more dynamic shared memory needs cudaFuncSetAttribute");
   launch_maybe_pdl(decode_mma_kernel<T, D, D == 128 ? 3 : 4>, grid, dim3(kThreads), smem, s, a);

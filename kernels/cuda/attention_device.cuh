@@ -230,7 +230,23 @@ struct PagedAttentionArgs {
   // (1 for a 16-bit cache, so nothing changes there).
   int kv_fp8 = 0;
   float k_scale = 1.f, v_scale = 1.f;
+  // The decode grid's order (decode_grid, decode_cta): 0, token-major (blockIdx.x the token); 1, a token's KV
+  // heads adjacent in launch order (blockIdx.x the head chunk), so the CTAs resident together read whole cache
+  // rows (all KV heads of a position, n_kv_heads x head_dim contiguous) rather than one head's slice of many.
+  int heads_first = 0;
 };
+
+// The decode kernels' grid: (tokens, n_kv_heads x chunks, splits), or with heads_first the first two swapped.
+inline dim3 decode_grid(const PagedAttentionArgs& a) {
+  const auto tokens = static_cast<unsigned>(a.num_tokens), chunks = static_cast<unsigned>(a.n_kv_heads * a.chunks);
+  const auto splits = static_cast<unsigned>(a.splits);
+  return a.heads_first ? dim3(chunks, tokens, splits) : dim3(tokens, chunks, splits);
+}
+
+// A decode CTA's token (.x) and head chunk (.y, of n_kv_heads x chunks): decode_grid's inverse.
+__device__ __forceinline__ int2 decode_cta(const PagedAttentionArgs& a) {
+  return a.heads_first ? make_int2(blockIdx.y, blockIdx.x) : make_int2(blockIdx.x, blockIdx.y);
+}
 
 constexpr int kMinPartition = 64;        // fewest positions worth a split of their own
 // (token, head) rows x splits per launch; bounds the workspace. Measured on H200 (batch 16/64, 32 heads,

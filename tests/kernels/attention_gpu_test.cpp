@@ -89,9 +89,17 @@ void run_case(const Case& c, DType dt) {
   paged_attention_ref(want.data(), h.q.data(), h.k_cache.data(), h.v_cache.data(), hb, h.shape, p);
   const float tol = dt == DType::kBF16 ? 1e-2f : 2e-3f;
   testing::for_each_prefill_kernel([&] {
-    CONVEYOR_CUDA_CHECK(cudaMemset(out.data(), 0xff, out.bytes()));  // NaN: every element must be written
-    paged_attention_cuda(out.data(), q.data(), k_cache.data(), v_cache.data(), b, h.shape, p, ws.data(), dt, nullptr);
-    EXPECT_EQ(compare_all(testing::download(out, dt), want, tol, tol), "") << "attention output";
+    std::vector<float> token_major;
+    for (bool heads_first : {false, true}) {  // the decode grid in either order: the same CTAs, the same bits
+      set_decode_heads_first(heads_first);
+      CONVEYOR_CUDA_CHECK(cudaMemset(out.data(), 0xff, out.bytes()));  // NaN: every element must be written
+      paged_attention_cuda(out.data(), q.data(), k_cache.data(), v_cache.data(), b, h.shape, p, ws.data(), dt, nullptr);
+      const std::vector<float> got = testing::download(out, dt);
+      if (!heads_first) EXPECT_EQ(compare_all(got, want, tol, tol), "") << "attention output";
+      else EXPECT_EQ(compare_all(got, token_major, 0.f, 0.f), "") << "heads-first decode grid";
+      token_major = got;
+    }
+    set_decode_heads_first(false);
   });
 }
 

@@ -50,18 +50,23 @@ plan_here() {
 }
 # `latency_ab TAG VAR VALUE... -- ARGS...`: conveyor bench latency, batch 1 128/128 (3 warm-up, 10 timed), with ARGS
 # once per VALUE of the environment variable VAR (in order; repeat a value to bracket the other), into
-# $r/latency_b1.TAG.N.json and $r/b1_TAG.N.txt (N = 1, 2, ...), one save line each.
-latency_ab() {
-  local tag=$1 var=$2 vals=() i=0 v; shift 2
+# $r/latency_b1.TAG.N.json and $r/b1_TAG.N.txt (N = 1, 2, ...), one save line each. `b256_ab`: the same at batch
+# 256, 128 in / 512 out (a decode-heavy step; 1 warm-up, 3 timed), into latency_b256.TAG.N.json and b256_TAG.N.txt.
+ab_runs() {
+  local kind=$1 tag=$2 var=$3 vals=() i=0 v shape; shift 3
+  shape=(--input-len 128 --output-len 128 --batch-size 1 --num-iters-warmup 3 --num-iters 10)
+  [ "$kind" = b256 ] && shape=(--input-len 128 --output-len 512 --batch-size 256 --num-iters-warmup 1 --num-iters 3)
   while [ "$1" != -- ]; do vals+=("$1"); shift; done; shift
   for v in "${vals[@]}"; do
     i=$((i + 1))
-    [ "$(left)" -lt 60 ] && { save "no time left for b1 $tag $var=$v"; continue; }
-    env "$var=$v" timeout 100 build/conveyor bench latency "$@" --input-len 128 --output-len 128 --batch-size 1 \
-      --num-iters-warmup 3 --num-iters 10 --output-json "$r/latency_b1.$tag.$i.json" > "$r/b1_$tag.$i.txt" 2>&1
-    save "b1 $tag $var=$v rc=$? $(grep -iE 'Avg latency' "$r/b1_$tag.$i.txt")"
+    [ "$(left)" -lt 60 ] && { save "no time left for $kind $tag $var=$v"; continue; }
+    env "$var=$v" timeout 120 build/conveyor bench latency "$@" "${shape[@]}" \
+      --output-json "$r/latency_$kind.$tag.$i.json" > "$r/${kind}_$tag.$i.txt" 2>&1
+    save "$kind $tag $var=$v rc=$? $(grep -iE 'Avg latency' "$r/${kind}_$tag.$i.txt")"
   done
 }
+latency_ab() { ab_runs b1 "$@"; }
+b256_ab() { ab_runs b256 "$@"; }
 # `throughput_seqs TAG N... -- ARGS...`: conveyor bench throughput, 1,000 prompts 1024/1024, with ARGS once per
 # --max-num-seqs N (auto: the engine's own choice), into $r/throughput.TAG.seqs_N.json and $r/t1000_TAG_seqs_N.txt,
 # one save line each; skipped when under 110 s of the call are left.
