@@ -1,7 +1,8 @@
 // Paged attention microbenchmark: decode (batch 1/16/64 x context 1k/4k/16k, 32 query / 8 KV heads,
 // head_dim 128, bf16) reported as GB/s of KV read and % of 4280 GB/s, and causal prefills (one sequence
 // of 2k, 4k, 8k and 16k new tokens, 16 sequences of 512, a 512-token chunk after 3,584) reported as
-// TFLOP/s and % of 810 (with the runtime's prefill kernel, then each kernel forced: mma.sync, and wgmma on sm_90).
+// TFLOP/s and % of 810 (with the runtime's prefill kernel, then each kernel forced: mma.sync, and wgmma on sm_90);
+// two decode cases again with the decode grid heads-first (set_decode_heads_first).
 // One JSON object per case on stdout; --json PATH writes
 // them all as an array. --kv-cache-dtype fp8 reads an e4m3 cache (one byte per element; the GB/s count
 // those bytes). Usage: attention_bench [--json results.json] [--kv-cache-dtype fp8]
@@ -173,9 +174,17 @@ int main(int argc, char** argv) {
         all.push_back(conveyor::run(name, batch, ctx - 1, 1).json);
         std::printf("%s\n", all.back().c_str());
       }
-    // The decode step of the 1,000-prompt 1024/1024 workload: 256 sequences at its mean context.
+    // The decode step of the 1,000-prompt 1024/1024 workload: 256 sequences at its mean context; then it and
+    // batch 64 x 4k with the decode grid heads-first (set_decode_heads_first: a token's KV heads adjacent).
     all.push_back(conveyor::run("decode_b256_ctx1536", 256, 1535, 1).json);
     std::printf("%s\n", all.back().c_str());
+    conveyor::set_decode_heads_first(true);
+    for (const auto& [batch, ctx] : {std::pair{256, 1536}, std::pair{64, 4096}}) {
+      const std::string name = "decode_b" + std::to_string(batch) + "_ctx" + std::to_string(ctx) + "_heads_first";
+      all.push_back(conveyor::run(name, batch, ctx - 1, 1).json);
+      std::printf("%s\n", all.back().c_str());
+    }
+    conveyor::set_decode_heads_first(false);
     // Causal prefill of one sequence (issue 16 asks 4k, 8k and 16k), 16 sequences of 512 new tokens (one
     // 8,192-token step of the batch-64 workload's prefill) and a chunk after history: with the kernel the
     // runtime chooses, then each kernel forced ("<name>_mma_sync", and on sm_90 "<name>_wgmma").
