@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran in round 22 (../../nvidia-h100/2026-12-07-r22); the switches it times have since been made the rule or removed.
 # Round 22's first call (any GPU; carry .gpu-deps; ~560 s in full, its parts in order of worth). Round 19's ncu of a
 # batch-256 FP8 step (H100) put ~1.3 ms of its 13.5 ms in small kernels; round 22 changes three of them, each behind
 # an A/B switch until measured:

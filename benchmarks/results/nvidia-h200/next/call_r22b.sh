@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran in round 22 (../../nvidia-h100/2026-12-07-r22); the switches it times have since been made the rule or removed.
 # Round 22's second call (any GPU; carry .gpu-deps; ~520 s; right after call_r22.sh on the warm machine, whose
 # build it reuses). (0) On an H200 only: issue 15's 1,000 prompts FP8 (1000 in / 1000 out) under the defaults.
 # (1) ncu over one batch-256 FP8 decode step (round 19's step, 1024 in) under the defaults: the small kernels
