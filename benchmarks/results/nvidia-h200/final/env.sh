@@ -67,6 +67,29 @@ ab_runs() {
 }
 latency_ab() { ab_runs b1 "$@"; }
 b256_ab() { ab_runs b256 "$@"; }
+# `ncu_pages TAG`: from $r/TAG_full.ncu-rep (an `ncu --set full -o $r/TAG_full` run), $r/TAG_details.csv and
+# $r/TAG_sass.csv.gz; prints each launch's headline metrics (into $r/TAG_summary.txt) and where its warps stall
+# (benchmarks/ncu_stalls.py, into $r/TAG_stalls.txt).
+ncu_pages() {
+  local tag=$1 ncu
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
+  $ncu -i $r/${tag}_full.ncu-rep --page details --csv > $r/${tag}_details.csv 2>/dev/null
+  $ncu -i $r/${tag}_full.ncu-rep --page source --print-source sass --csv 2>/dev/null | gzip > $r/${tag}_sass.csv.gz
+  python3 - $r/${tag}_details.csv <<'PY' | tee $r/${tag}_summary.txt
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+h = rows[0]; ix = {k: i for i, k in enumerate(h)}
+want = ('Duration', 'DRAM Throughput', 'Memory Throughput', 'Achieved Occupancy', 'Theoretical Occupancy',
+        'Registers Per Thread', 'Block Size', 'Grid Size', 'Waves Per SM', 'Warp Cycles Per Issued Instruction',
+        'L2 Hit Rate', 'L1/TEX Hit Rate', 'Issue Slots Busy', 'Issued Warp Per Scheduler', 'Eligible Warps Per Scheduler',
+        'No Eligible', 'Executed Ipc Active', 'Compute (SM) Throughput')
+for r in rows[1:]:
+    if r[ix['Metric Name']] in want:
+        print(r[ix['ID']], r[ix['Metric Name']], r[ix['Metric Value']], r[ix['Metric Unit']])
+PY
+  python3 benchmarks/ncu_stalls.py $r/${tag}_sass.csv.gz 30 > $r/${tag}_stalls.txt 2>&1
+  head -14 $r/${tag}_stalls.txt
+}
 # `throughput_seqs TAG N... -- ARGS...`: conveyor bench throughput, 1,000 prompts 1024/1024, with ARGS once per
 # --max-num-seqs N (auto: the engine's own choice), into $r/throughput.TAG.seqs_N.json and $r/t1000_TAG_seqs_N.txt,
 # one save line each; skipped when under 110 s of the call are left.

@@ -24,19 +24,7 @@ ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
   --input-len 128 --output-len 64 --batch-size 1 --num-iters 1 --num-iters-warmup 0 --set runtime.profile_step=40 \
   > $r/ncu_full.txt 2>&1
 save "ncu full rc=$?"
-$ncu -i $r/gemv_full.ncu-rep --page details --csv > $r/gemv_details.csv 2>/dev/null
-$ncu -i $r/gemv_full.ncu-rep --page source --print-source sass --csv 2>/dev/null | gzip > $r/gemv_sass.csv.gz
-python3 - $r/gemv_details.csv <<'PY' | tee $r/gemv_summary.txt
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))
-h = rows[0]; ix = {k: i for i, k in enumerate(h)}
-want = ('Duration', 'DRAM Throughput', 'Memory Throughput', 'Achieved Occupancy', 'Theoretical Occupancy',
-        'Registers Per Thread', 'Block Size', 'Grid Size', 'Waves Per SM', 'Warp Cycles Per Issued Instruction',
-        'L2 Hit Rate', 'Issue Slots Busy', 'Eligible Warps Per Scheduler', 'No Eligible')
-for r in rows[1:]:
-    if r[ix['Metric Name']] in want:
-        print(r[ix['ID']], r[ix['Metric Name']], r[ix['Metric Value']], r[ix['Metric Unit']])
-PY
+ncu_pages gemv
 save "summary"
 [ "$(left)" -gt 40 ] && timeout 100 build/conveyor bench latency "${m[@]}" --set runtime.fp8_gemv=auto --set logging.level=debug \
   --input-len 128 --output-len 128 --batch-size 1 --num-iters-warmup 2 --num-iters 5 > $r/b1_debug.txt 2>&1

@@ -31,21 +31,6 @@ ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
   --launch-count 2 -o $r/attn_full build/conveyor bench latency "${m[@]}" --input-len 1024 --output-len 48 \
   --batch-size 256 --num-iters 1 --num-iters-warmup 0 --set runtime.profile_step=40 > $r/ncu_attn.txt 2>&1
 save "ncu attention rc=$?"
-$ncu -i $r/attn_full.ncu-rep --page details --csv > $r/attn_details.csv 2>/dev/null
-$ncu -i $r/attn_full.ncu-rep --page source --print-source sass --csv 2>/dev/null | gzip > $r/attn_sass.csv.gz
-python3 - $r/attn_details.csv <<'PY' | tee $r/attn_summary.txt
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))
-h = rows[0]; ix = {k: i for i, k in enumerate(h)}
-want = ('Duration', 'DRAM Throughput', 'Memory Throughput', 'Achieved Occupancy', 'Theoretical Occupancy',
-        'Registers Per Thread', 'Block Size', 'Grid Size', 'Waves Per SM', 'Warp Cycles Per Issued Instruction',
-        'L2 Hit Rate', 'L1/TEX Hit Rate', 'Issue Slots Busy', 'Issued Warp Per Scheduler', 'Eligible Warps Per Scheduler',
-        'No Eligible', 'Executed Ipc Active', 'Compute (SM) Throughput')
-for r in rows[1:]:
-    if r[ix['Metric Name']] in want:
-        print(r[ix['ID']], r[ix['Metric Name']], r[ix['Metric Value']], r[ix['Metric Unit']])
-PY
-python3 benchmarks/ncu_stalls.py $r/attn_sass.csv.gz 30 > $r/attn_stalls.txt 2>&1
-head -14 $r/attn_stalls.txt
+ncu_pages attn
 save "summary"
 grep -q H200 "$r/gpu.txt" && throughput_seqs fp8 auto -- "${m[@]}"
